@@ -179,18 +179,11 @@ def evaluate(y, labels, score):
     return out
 
 
-def evaluate_by_kind(y, labels, kinds):
+def evaluate_by_kind(labels, kinds):
     """Recall per injected anomaly kind (per metric): where each version wins or loses."""
     counts = {k: [0, 0] for k in telemetry.ANOMALY_KINDS}
-    for i, window_kinds in enumerate(kinds):
-        flagged = np.flatnonzero(y[i])
-        # kinds were injected in the order of the chosen metrics; map via the label set
-        for kind, metric in zip(window_kinds, _metrics_in_order(y[i], window_kinds)):
+    for i, injected in enumerate(kinds):
+        for kind, metric in injected:
             counts[kind][0] += int(labels[i, metric] == 1)
             counts[kind][1] += 1
-        del flagged
     return {k: round(hit / max(n, 1), 4) for k, (hit, n) in counts.items()}
-
-
-def _metrics_in_order(row, window_kinds):
-    return list(np.flatnonzero(row))[:len(window_kinds)]

@@ -73,7 +73,7 @@ def _inject(rng, window, labels, metric):
 
 
 def generate(seed, count, anomaly_fraction=0.5):
-    """Return (windows float32 [count,60,20], labels int32 [count,20], kinds list)."""
+    """Return (windows float32 [count,60,20], labels int32 [count,20], [[(kind, metric), ...], ...])."""
     rng = np.random.default_rng(seed)
     windows = _normal_windows(rng, count)
     labels = np.zeros((count, N_METRICS), dtype=np.int32)
@@ -83,5 +83,5 @@ def generate(seed, count, anomaly_fraction=0.5):
             kinds.append([])
             continue
         metrics = rng.choice(N_METRICS, size=int(rng.integers(1, 4)), replace=False)
-        kinds.append([_inject(rng, windows[i], labels[i], int(m)) for m in metrics])
+        kinds.append([(_inject(rng, windows[i], labels[i], int(m)), int(m)) for m in metrics])
     return windows.astype(np.float32), labels, kinds

@@ -39,6 +39,7 @@ class TritonClient(object):
     def __init__(self, url, api_key=None, api_key_header=DEFAULT_API_KEY_HEADER, timeout=30):
         self.url = url.rstrip("/")
         self.headers = {}
+        self.key_header = api_key_header
         if api_key:
             self.headers[api_key_header] = api_key
         self.timeout = timeout
