@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """labctl: the local lab — disposable systemd hosts (podman), an S3 endpoint and a package cache.
 
-    labctl.py image [--force]        build the Debian 12 systemd host image (cached by its inputs)
+    python3 lab/labctl.py image [--force]        build the Debian 12 systemd host image (cached by its inputs)
     labctl.py up --hosts N [--os debian12]
                                      start N lab hosts + services, write inventories/lab/hosts.yml
     labctl.py services               start only the services (network, S3, wheelhouse) — molecule uses this
@@ -248,7 +247,7 @@ def stop_services():
         pid = service_pid(name)
         if pid:
             os.killpg(pid, signal.SIGTERM)
-            for _ in range(50):
+            for _attempt in range(50):
                 if not pid_alive(pid):
                     break
                 time.sleep(0.1)
@@ -350,7 +349,7 @@ def status():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="labctl", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="labctl", description=__doc__.split("\n", maxsplit=1)[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     p_img = sub.add_parser("image")
     p_img.add_argument("--force", action="store_true")

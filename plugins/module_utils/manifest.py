@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: aiops.triton contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Model-version manifests: the contract between the publisher and s3_model_sync.
 
 A published model version lives in S3 as::

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, aiops.triton contributors
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Triton ``config.pbtxt`` as data: schema check, load-time rules, canonical text.
 
 A model configuration is handled as a plain dict whose keys are the field names of

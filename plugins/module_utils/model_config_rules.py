@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, aiops.triton contributors
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The checks Triton makes when it loads a model configuration, before we write one.
 
 Each rule is ported from triton-inference-server/core (commit 73aad7c, 2026-06):

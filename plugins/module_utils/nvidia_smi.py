@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, aiops.triton contributors
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The collection's one parser for nvidia-smi and related driver state.
 
 Used by the ``nvidia_gpu_info`` module and, through it, by the driver and toolkit roles'

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, aiops.triton contributors
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Engine of ``aiops.triton.s3_model_sync``: plan, download, verify and swap model versions.
 
 Layout on the host (Triton's model repository)::
@@ -584,9 +584,9 @@ def sync_absent(repository, model, versions=None, check_mode=False):
     before = local_versions(model_dir)
     remove = sorted(v for v in before if versions is None or v in versions)
     after = dict((v, d) for v, d in before.items() if v not in remove)
-    result = {"changed": bool(remove), "plan": {"add": [], "replace": [], "unchanged": [], "retained": sorted(after),
-                                                 "remove": remove, "kept": sorted(after)},
-              "bytes_transferred": 0, "files_transferred": 0, "diff": render_diff(model_dir, before, after)}
+    plan = {"add": [], "replace": [], "unchanged": [], "retained": sorted(after), "remove": remove, "kept": sorted(after)}
+    result = {"changed": bool(remove), "plan": plan, "bytes_transferred": 0, "files_transferred": 0,
+              "diff": render_diff(model_dir, before, after)}
     if remove and not check_mode:
         with ModelDir(repository, model) as mdir:
             for version in remove:

@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, aiops.triton contributors
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import (absolute_import, division, print_function)
 
@@ -18,13 +18,13 @@ description:
     kernel module (version and open/proprietary flavour, from C(/proc/driver/nvidia/version)) and the
     fabric manager version when C(nv-fabricmanager) is installed.
   - Also counts NVIDIA GPUs and NVSwitches on the PCI bus from sysfs, which works before any driver is loaded.
-  - A host without nvidia-smi, without a loaded driver, or without GPUs is not an error; O(gpus) is then
+  - A host without nvidia-smi, without a loaded driver, or without GPUs is not an error; RV(gpus) is then
     empty and RV(status) says why.
   - When O(expected_driver_version) or O(expected_gpu_count) are given, RV(problems) lists every mismatch
     between nvidia-smi, the kernel module, fabric manager and those expectations. The module never fails
     on a mismatch; the caller decides (the C(nvidia_driver) role asserts RV(problems) is empty).
 author:
-  - aiops.triton contributors
+  - aiops.triton contributors (@aiops)
 options:
   nvidia_smi_path:
     description:
@@ -42,8 +42,10 @@ notes:
   - Read-only; supports check mode.
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying the target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 """
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, aiops.triton contributors
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import (absolute_import, division, print_function)
 
@@ -23,7 +23,7 @@ description:
     and sha256 is checked against the manifest, files and directories are fsynced, the marker is written, and
     the directory is renamed into place in one atomic step, so a running Triton never sees a partial version.
     Triton ignores the staging directory because its name is not an integer.
-  - Replacing a version is also atomic for Triton's view of it: the live directory is renamed aside, the new one
+  - Replacing a version is also atomic for Triton's view of it; the live directory is renamed aside, the new one
     renamed in, and only then is the old one deleted. Removing a version renames it aside before deleting it.
   - A version without C(MANIFEST.json) is an incomplete publish and is refused, unless O(allow_unverified=true),
     which checks each object by size and its MD5 ETag instead. Multipart and SSE-KMS ETags are not MD5s of the
@@ -37,7 +37,7 @@ description:
     serialized by a lock file C(.aiops-sync.lock) in the model directory).
   - In check mode it resolves and plans (listing S3 and reading manifests) but downloads and changes nothing.
 author:
-  - aiops.triton contributors
+  - aiops.triton contributors (@aiops)
 requirements:
   - boto3 (installed into the collection's venv on the host by the roles)
 options:
@@ -114,7 +114,7 @@ options:
       - boto3 1.36 and later add CRC checksums to every request and validate them on every response by default,
         which older MinIO and Ceph RGW releases reject. V(when_required) (the default) sends and checks them only
         where the S3 API requires it; V(when_supported) is boto3's own default, fine for AWS S3.
-      - Integrity does not depend on this: every file is checked against the manifest's sha256.
+      - Integrity does not depend on this; every file is checked against the manifest's sha256.
     type: str
     choices: [when_required, when_supported]
     default: when_required

@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, aiops.triton contributors
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import (absolute_import, division, print_function)
 
@@ -30,7 +30,7 @@ description:
     the parse error itself is in Triton's log (C(journalctl -u tritonserver)).
 version_added: "1.0.0"
 author:
-  - aiops.triton contributors
+  - aiops.triton contributors (@aiops)
 options:
   url:
     description: Base URL of Triton's HTTP endpoint.

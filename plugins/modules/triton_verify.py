@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, aiops.triton contributors
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import (absolute_import, division, print_function)
 
@@ -25,7 +25,7 @@ description:
     A cases file holds a list of cases or C({cases: [...]})."
 version_added: "1.0.0"
 author:
-  - aiops.triton contributors
+  - aiops.triton contributors (@aiops)
 options:
   url:
     description: Base URL of Triton's HTTP endpoint.
@@ -180,6 +180,7 @@ failures:
 import json
 import math
 import os
+import struct
 import time
 import traceback
 
@@ -229,6 +230,14 @@ def _as_text(value):
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
+def _as_fp32(value):
+    """Round to float32, so an exact match does not depend on how many digits JSON printed."""
+    try:
+        return struct.unpack("f", struct.pack("f", float(value)))[0]
+    except (TypeError, ValueError, OverflowError):
+        return value
+
+
 def compare(tensor, got, want, atol, rtol):
     """Return '' when ``got`` ({datatype, shape, data}) matches ``want``, else why not."""
     if got is None:
@@ -246,9 +255,12 @@ def compare(tensor, got, want, atol, rtol):
         return "output %s has %d values, expected %d" % (tensor, len(got_flat), len(want_flat))
     atol = want.get("atol", atol)
     rtol = want.get("rtol", rtol)
+    single = got.get("datatype") in ("FP32", "FP16")
     for pos, (have, need) in enumerate(zip(got_flat, want_flat)):
-        if exact or isinstance(need, str) or isinstance(have, str):
+        if isinstance(need, str) or isinstance(have, str):
             ok = have == need
+        elif exact:
+            ok = (_as_fp32(have) == _as_fp32(need)) if single else have == need
         elif isinstance(need, float) and math.isnan(need):
             ok = isinstance(have, float) and math.isnan(have)
         else:

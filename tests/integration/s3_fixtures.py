@@ -31,11 +31,11 @@ def free_port():
 class MotoServer(object):
     """``moto_server`` as a child process; ``endpoint`` is its http URL."""
 
-    def __init__(self, log_path=os.devnull):
+    def __init__(self, log_path=os.devnull, env=None):
         self.port = free_port()
         self.endpoint = "http://127.0.0.1:%d" % self.port
         self._log = open(log_path, "wb")
-        env = dict(os.environ, AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing")
+        env = dict(os.environ, AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", **(env or {}))
         self.proc = subprocess.Popen([os.path.join(BIN, "moto_server"), "-H", "127.0.0.1", "-p", str(self.port)],
                                      stdout=self._log, stderr=subprocess.STDOUT, env=env)
         deadline = time.time() + 30

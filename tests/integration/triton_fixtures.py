@@ -21,6 +21,7 @@ The stub links the wheel's bundled CUDA runtime, so it needs LD_LIBRARY_PATH to 
 ``nvidia_pytriton.libs`` once it runs outside the wheel's own directory.
 """
 
+import json
 import os
 import shutil
 import socket
@@ -127,6 +128,9 @@ class TritonServer(object):
         args += self.extra_args
         env = dict(os.environ)
         env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (libs, env.get("LD_LIBRARY_PATH")) if p)
+        # The stub embeds Python in isolated mode (PYTHONPATH is ignored) and finds its prefix
+        # by looking up "python3" on PATH; this venv's bin first makes it see this venv's packages.
+        env["PATH"] = os.pathsep.join(p for p in (os.path.dirname(sys.executable), env.get("PATH")) if p)
         self._log = open(self.log_path, "wb")
         # own process group, so stop() also reaches the python backend stubs
         self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, env=env,
@@ -190,3 +194,109 @@ class TritonServer(object):
                 return
             time.sleep(0.2)
         raise RuntimeError("tritonserver not ready after %ss; log tail:\n%s" % (timeout, self.log_tail()))
+
+
+# -- a tiny python-backend model for tests that must not depend on the trained model set ----
+ADD_SUB_CONFIG = """\
+backend: "python"
+max_batch_size: 0
+input [
+  { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] },
+  { name: "INPUT1" data_type: TYPE_FP32 dims: [ 4 ] }
+]
+output [
+  { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] },
+  { name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 4 ] },
+  { name: "VERSION" data_type: TYPE_INT32 dims: [ 1 ] }
+]
+instance_group [ { kind: KIND_CPU count: 1 } ]
+"""
+
+# OUTPUT0 = a + b, OUTPUT1 = a - b, VERSION = the version that answered (tells versions apart).
+# INIT_DELAY widens the window in which a new version loads while the old one serves.
+ADD_SUB_MODEL = """\
+import time
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+INIT_DELAY = {delay!r}
+INIT_ERROR = {error!r}
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        time.sleep(INIT_DELAY)
+        if INIT_ERROR:
+            raise RuntimeError(INIT_ERROR)
+        self.version = int(args["model_version"])
+
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            a = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
+            b = pb_utils.get_input_tensor_by_name(request, "INPUT1").as_numpy()
+            responses.append(pb_utils.InferenceResponse([
+                pb_utils.Tensor("OUTPUT0", (a + b).astype(np.float32)),
+                pb_utils.Tensor("OUTPUT1", (a - b).astype(np.float32)),
+                pb_utils.Tensor("VERSION", np.array([self.version], dtype=np.int32)),
+            ]))
+        return responses
+"""
+
+ADD_SUB_INPUTS = {
+    "INPUT0": {"datatype": "FP32", "shape": [4], "data": [1.0, 2.0, 3.0, 4.0]},
+    "INPUT1": {"datatype": "FP32", "shape": [4], "data": [0.5, 0.5, 0.5, 0.5]},
+}
+
+
+def add_sub_golden_case(version):
+    """A correct golden case for ``ADD_SUB_INPUTS`` answered by ``version``."""
+    return {"name": "add-sub-v%d" % version, "inputs": ADD_SUB_INPUTS,
+            "expected": {"OUTPUT0": {"data": [1.5, 2.5, 3.5, 4.5], "atol": 1e-6},
+                         "OUTPUT1": {"data": [0.5, 1.5, 2.5, 3.5]},
+                         "VERSION": {"data": [version], "equals": True}}}
+
+
+def write_add_sub_version(repository, version, name="add_sub", init_delay=0.0, init_error=None, golden=True):
+    """Add version ``version`` of the add_sub model (config written once per model)."""
+    model_dir = os.path.join(repository, name)
+    version_dir = os.path.join(model_dir, str(version))
+    os.makedirs(version_dir)
+    config = os.path.join(model_dir, "config.pbtxt")
+    if not os.path.exists(config):
+        with open(config, "w") as handle:
+            handle.write(ADD_SUB_CONFIG)
+    with open(os.path.join(version_dir, "model.py"), "w") as handle:
+        handle.write(ADD_SUB_MODEL.format(delay=init_delay, error=init_error))
+    if golden:
+        with open(os.path.join(version_dir, "golden_cases.json"), "w") as handle:
+            json.dump({"cases": [add_sub_golden_case(version)]}, handle)
+    return version_dir
+
+
+# -- running the collection's modules for real ----------------------------------------------
+COLLECTIONS_PATH = os.path.join(CHECKOUT, ".collection")
+
+
+def run_module(module, args, check_mode=False, diff=False, timeout=300):
+    """Run ``aiops.triton.<module>`` as Ansible runs it on a host: a Python process reading
+    ``ANSIBLE_MODULE_ARGS``.  Returns the module's JSON result (``failed`` set on failure)."""
+    payload = dict(args)
+    payload["_ansible_check_mode"] = check_mode
+    payload["_ansible_diff"] = diff
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+        json.dump({"ANSIBLE_MODULE_ARGS": payload}, handle)
+        args_path = handle.name
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (COLLECTIONS_PATH, env.get("PYTHONPATH")) if p)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "ansible_collections.aiops.triton.plugins.modules." + module, args_path],
+                              capture_output=True, text=True, env=env, timeout=timeout, check=False)
+    finally:
+        os.unlink(args_path)
+    try:
+        result = json.loads(proc.stdout)
+    except ValueError:
+        raise AssertionError("module %s printed no JSON (rc=%s):\n%s\n%s" % (module, proc.returncode, proc.stdout, proc.stderr))
+    assert bool(result.get("failed")) == (proc.returncode != 0), (proc.returncode, result)
+    return result

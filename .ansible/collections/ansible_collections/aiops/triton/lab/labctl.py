@@ -1,0 +1,391 @@
+"""labctl: the local lab — disposable systemd hosts (podman), an S3 endpoint and a package cache.
+
+    python3 lab/labctl.py image [--force]        build the Debian 12 systemd host image (cached by its inputs)
+    labctl.py up --hosts N [--os debian12]
+                                     start N lab hosts + services, write inventories/lab/hosts.yml
+    labctl.py services               start only the services (network, S3, wheelhouse) — molecule uses this
+    labctl.py down                   remove hosts, services, network and state; leave nothing running
+    labctl.py status                 what is running
+    labctl.py env                    shell exports for the lab's S3 credentials (never printed elsewhere)
+
+Everything binds to the lab bridge's gateway address, so test traffic stays between this machine and
+its own containers.  A small "gateway keeper" container holds the bridge up so services can bind to it
+before any host exists.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LAB = os.path.join(ROOT, "lab")
+STATE = os.path.join(LAB, ".state")
+BUILD = os.path.join(ROOT, "build")
+WHEELHOUSE = os.path.join(BUILD, "wheelhouse")
+INVENTORY = os.path.join(ROOT, "inventories", "lab", "hosts.yml")
+
+SUPPORTED_OS = {"debian12": {"suite": "bookworm", "mirror": "http://deb.debian.org/debian"}}
+IMAGE = "localhost/aiops-lab-{os}"
+NETWORK = "aiops-lab"
+SUBNET = os.environ.get("AIOPS_LAB_SUBNET", "10.89.77.0/24")
+GATEWAY = os.environ.get("AIOPS_LAB_GATEWAY", "10.89.77.1")
+S3_PORT = int(os.environ.get("AIOPS_LAB_S3_PORT", "9000"))
+WHEELHOUSE_PORT = int(os.environ.get("AIOPS_LAB_WHEELHOUSE_PORT", "8081"))
+BUCKET = "aiops-models"
+LABEL = "aiops.lab=1"
+KEEPER = "aiops-lab-gw"
+MAX_HOSTS = 8
+# Bump when the image recipe below changes in a way the package list does not show.
+RECIPE_VERSION = "3"
+
+
+class LabError(Exception):
+    pass
+
+
+def log(msg):
+    print("labctl: %s" % msg, flush=True)
+
+
+def run(cmd, check=True, capture=False, **kw):
+    res = subprocess.run(cmd, check=False, text=True, capture_output=capture, **kw)
+    if check and res.returncode != 0:
+        detail = (res.stderr or "").strip() if capture else ""
+        raise LabError("command failed (%d): %s %s" % (res.returncode, " ".join(cmd), detail))
+    return res
+
+
+def podman(*args, check=True):
+    return run(["podman"] + list(args), check=check, capture=True)
+
+
+# --- podman configuration ---------------------------------------------------------------------------
+
+def configure_podman():
+    """Install lab/containers.conf (runc + cgroupfs + ulimits) as the system podman config."""
+    src = os.path.join(LAB, "containers.conf")
+    dst = "/etc/containers/containers.conf"
+    with open(src) as fh:
+        wanted = fh.read()
+    current = open(dst).read() if os.path.exists(dst) else None
+    if current != wanted:
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        with open(dst, "w") as fh:
+            fh.write(wanted)
+        log("wrote %s" % dst)
+
+
+# --- image ------------------------------------------------------------------------------------------
+
+def image_packages():
+    with open(os.path.join(LAB, "image.packages")) as fh:
+        return [line.strip() for line in fh if line.strip() and not line.startswith("#")]
+
+
+def image_key(os_name):
+    spec = SUPPORTED_OS[os_name]
+    material = json.dumps([RECIPE_VERSION, os_name, spec, image_packages()], sort_keys=True)
+    return hashlib.sha256(material.encode()).hexdigest()[:16]
+
+
+def image_current_key(ref):
+    res = podman("image", "inspect", "--format", "{{ index .Labels \"aiops.lab.key\" }}", ref, check=False)
+    return res.stdout.strip() if res.returncode == 0 else None
+
+
+def build_image(os_name, force=False):
+    configure_podman()
+    ref = IMAGE.format(os=os_name)
+    key = image_key(os_name)
+    if not force and image_current_key(ref) == key:
+        log("image %s is current (key %s), rebuild skipped" % (ref, key))
+        return ref
+    spec = SUPPORTED_OS[os_name]
+    os.makedirs(BUILD, exist_ok=True)
+    rootfs = tempfile.mkdtemp(prefix="lab-rootfs-", dir=BUILD)
+    try:
+        log("debootstrap %s into %s (about a minute)" % (spec["suite"], rootfs))
+        run(["debootstrap", "--variant=minbase", "--include=" + ",".join(image_packages()),
+             spec["suite"], rootfs, spec["mirror"]], capture=True)
+        customise_rootfs(rootfs, spec)
+        tar = subprocess.Popen(["tar", "-C", rootfs, "-c", "."], stdout=subprocess.PIPE)
+        run(["podman", "import", "--change", 'CMD ["/sbin/init"]',
+             "--change", "LABEL aiops.lab.key=%s" % key, "-", ref], stdin=tar.stdout, capture=True)
+        tar.stdout.close()
+        if tar.wait() != 0:
+            raise LabError("tar of the rootfs failed")
+    finally:
+        shutil.rmtree(rootfs, ignore_errors=True)
+    log("built image %s (key %s)" % (ref, key))
+    return ref
+
+
+def customise_rootfs(rootfs, spec):
+    """Make the rootfs behave like a small server: full apt sources, a CA bundle pip trusts, no gettys."""
+    with open(os.path.join(rootfs, "etc/apt/sources.list"), "w") as fh:
+        for suite in (spec["suite"], spec["suite"] + "-updates"):
+            fh.write("deb %s %s main contrib non-free non-free-firmware\n" % (spec["mirror"], suite))
+    # pip on this network sees a TLS-intercepting proxy whose CA only the host bundle has.
+    host_bundle = "/etc/ssl/certs/ca-certificates.crt"
+    if os.path.exists(host_bundle):
+        shutil.copy(host_bundle, os.path.join(rootfs, "etc/ssl/certs/ca-certificates.crt"))
+    for unit in ("getty.target", "console-getty.service", "systemd-logind.service"):
+        link = os.path.join(rootfs, "etc/systemd/system", unit)
+        if not os.path.lexists(link):
+            os.symlink("/dev/null", link)
+    open(os.path.join(rootfs, "etc/machine-id"), "w").close()
+    shutil.rmtree(os.path.join(rootfs, "var/cache/apt/archives"), ignore_errors=True)
+    os.makedirs(os.path.join(rootfs, "var/cache/apt/archives/partial"), exist_ok=True)
+
+
+# --- network + services ---------------------------------------------------------------------------
+
+def ensure_network(os_name):
+    if podman("network", "exists", NETWORK, check=False).returncode != 0:
+        podman("network", "create", "--subnet", SUBNET, "--gateway", GATEWAY, "--label", LABEL, NETWORK)
+        log("created network %s (%s)" % (NETWORK, SUBNET))
+    if not container_running(KEEPER):
+        podman("rm", "-f", KEEPER, check=False)
+        podman("run", "-d", "--name", KEEPER, "--label", LABEL, "--network", NETWORK,
+               "--entrypoint", "/bin/sleep", IMAGE.format(os=os_name), "infinity")
+        log("started %s to hold the lab bridge up" % KEEPER)
+
+
+def pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except OSError:
+        return False
+
+
+def service_pid(name):
+    path = os.path.join(STATE, name + ".pid")
+    if not os.path.exists(path):
+        return None
+    pid = int(open(path).read().strip() or 0)
+    return pid if pid and pid_alive(pid) else None
+
+
+def wait_port(host, port, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        with socket.socket() as sock:
+            sock.settimeout(1)
+            if sock.connect_ex((host, port)) == 0:
+                return
+        time.sleep(0.2)
+    raise LabError("nothing listens on %s:%d after %ds" % (host, port, timeout))
+
+
+def start_service(name, cmd, port):
+    if service_pid(name):
+        log("%s already running" % name)
+        return
+    os.makedirs(STATE, exist_ok=True)
+    logf = open(os.path.join(STATE, name + ".log"), "ab")
+    proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            start_new_session=True, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    with open(os.path.join(STATE, name + ".pid"), "w") as fh:
+        fh.write(str(proc.pid))
+    wait_port(GATEWAY, port)
+    log("%s listening on %s:%d" % (name, GATEWAY, port))
+
+
+def credentials():
+    """Lab S3 credentials, generated once and kept 0600 in lab/.state (moto accepts any key)."""
+    path = os.path.join(STATE, "s3-credentials.json")
+    if not os.path.exists(path):
+        os.makedirs(STATE, exist_ok=True)
+        creds = {"AWS_ACCESS_KEY_ID": "lab" + secrets.token_hex(6), "AWS_SECRET_ACCESS_KEY": secrets.token_hex(20)}
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            json.dump(creds, fh)
+    with open(path) as fh:
+        return json.load(fh)
+
+
+def s3_endpoint():
+    return "http://%s:%d" % (GATEWAY, S3_PORT)
+
+
+def ensure_bucket():
+    import boto3  # controller venv; imported late so `labctl image` works without it
+    env = credentials()
+    client = boto3.client("s3", endpoint_url=s3_endpoint(), region_name="us-east-1",
+                          aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"])
+    names = [b["Name"] for b in client.list_buckets().get("Buckets", [])]
+    if BUCKET not in names:
+        client.create_bucket(Bucket=BUCKET)
+        log("created bucket s3://%s" % BUCKET)
+
+
+def start_services(os_name):
+    ensure_network(os_name)
+    bindir = os.path.dirname(sys.executable)
+    start_service("s3", [os.path.join(bindir, "moto_server"), "-H", GATEWAY, "-p", str(S3_PORT)], S3_PORT)
+    ensure_bucket()
+    os.makedirs(WHEELHOUSE, exist_ok=True)
+    start_service("wheelhouse", [sys.executable, "-m", "http.server", "--bind", GATEWAY,
+                                 "--directory", WHEELHOUSE, str(WHEELHOUSE_PORT)], WHEELHOUSE_PORT)
+    with urllib.request.urlopen("http://%s:%d/" % (GATEWAY, WHEELHOUSE_PORT), timeout=5) as resp:
+        resp.read()
+
+
+def stop_services():
+    for name in ("wheelhouse", "s3"):
+        pid = service_pid(name)
+        if pid:
+            os.killpg(pid, signal.SIGTERM)
+            for _attempt in range(50):
+                if not pid_alive(pid):
+                    break
+                time.sleep(0.1)
+            else:
+                os.killpg(pid, signal.SIGKILL)
+            log("stopped %s" % name)
+
+
+# --- hosts ------------------------------------------------------------------------------------------
+
+def container_running(name):
+    res = podman("container", "inspect", "--format", "{{.State.Running}}", name, check=False)
+    return res.returncode == 0 and res.stdout.strip() == "true"
+
+
+def lab_hosts():
+    res = podman("ps", "-a", "--filter", "label=aiops.lab.host=1", "--format", "{{.Names}}")
+    return sorted(n for n in res.stdout.split() if n)
+
+
+def host_name(index):
+    return "lab-%d" % index
+
+
+def start_host(name, os_name):
+    if container_running(name):
+        log("%s already running" % name)
+        return False
+    podman("rm", "-f", name, check=False)
+    podman("run", "-d", "--name", name, "--hostname", name, "--label", LABEL, "--label", "aiops.lab.host=1",
+           "--network", NETWORK, "--systemd=always", "--tmpfs", "/tmp", "--tmpfs", "/run",
+           IMAGE.format(os=os_name), "/sbin/init")
+    return True
+
+
+def wait_booted(name, timeout=120):
+    deadline = time.time() + timeout
+    state = ""
+    while time.time() < deadline:
+        state = podman("exec", name, "systemctl", "is-system-running", check=False).stdout.strip()
+        if state in ("running", "degraded"):
+            return state
+        time.sleep(1)
+    raise LabError("%s did not finish booting (systemctl is-system-running: %r)" % (name, state))
+
+
+def write_inventory(names):
+    os.makedirs(os.path.dirname(INVENTORY), exist_ok=True)
+    lines = ["# Written by lab/labctl.py up; removed by down. Do not edit.", "---",
+             "triton_servers:", "  hosts:"]
+    lines += ["    %s:" % n for n in names]
+    lines += ["  vars:", "    ansible_connection: containers.podman.podman",
+              "    ansible_python_interpreter: /usr/bin/python3", ""]
+    with open(INVENTORY, "w") as fh:
+        fh.write("\n".join(lines))
+
+
+def up(count, os_name):
+    if os_name not in SUPPORTED_OS:
+        raise LabError("unknown OS %r: the lab supports %s" % (os_name, ", ".join(sorted(SUPPORTED_OS))))
+    if not 1 <= count <= MAX_HOSTS:
+        raise LabError("--hosts must be between 1 and %d, got %d" % (MAX_HOSTS, count))
+    build_image(os_name)
+    start_services(os_name)
+    wanted = [host_name(i) for i in range(1, count + 1)]
+    for extra in sorted(set(lab_hosts()) - set(wanted)):
+        podman("rm", "-f", "-t", "5", extra)
+        log("removed surplus host %s" % extra)
+    started = [n for n in wanted if start_host(n, os_name)]
+    for name in wanted:
+        log("%s: %s" % (name, wait_booted(name)))
+    write_inventory(wanted)
+    log("%d host(s) up (%d started now); inventory: %s" % (len(wanted), len(started), os.path.relpath(INVENTORY, ROOT)))
+
+
+def down():
+    stop_services()
+    names = podman("ps", "-a", "--filter", "label=" + LABEL, "--format", "{{.Names}}").stdout.split()
+    if names:
+        podman("rm", "-f", "-t", "5", *names)
+        log("removed containers: %s" % " ".join(sorted(names)))
+    if podman("network", "exists", NETWORK, check=False).returncode == 0:
+        podman("network", "rm", "-f", NETWORK)
+        log("removed network %s" % NETWORK)
+    if os.path.exists(INVENTORY):
+        os.remove(INVENTORY)
+    shutil.rmtree(STATE, ignore_errors=True)
+    leftovers = podman("ps", "-a", "--filter", "label=" + LABEL, "--format", "{{.Names}}").stdout.split()
+    if leftovers:
+        raise LabError("containers survived teardown: %s" % leftovers)
+    log("lab is down")
+
+
+def status():
+    for name in lab_hosts():
+        log("%s running=%s" % (name, container_running(name)))
+    for name in ("s3", "wheelhouse"):
+        log("%s pid=%s" % (name, service_pid(name)))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="labctl", description=__doc__.split("\n", maxsplit=1)[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p_img = sub.add_parser("image")
+    p_img.add_argument("--force", action="store_true")
+    p_img.add_argument("--os", default="debian12")
+    p_up = sub.add_parser("up")
+    p_up.add_argument("--hosts", type=int, default=2)
+    p_up.add_argument("--os", default="debian12")
+    p_srv = sub.add_parser("services")
+    p_srv.add_argument("--os", default="debian12")
+    sub.add_parser("down")
+    sub.add_parser("status")
+    sub.add_parser("env")
+    args = parser.parse_args(argv)
+    try:
+        if args.cmd in ("image", "services") and args.os not in SUPPORTED_OS:
+            raise LabError("unknown OS %r: the lab supports %s" % (args.os, ", ".join(sorted(SUPPORTED_OS))))
+        if args.cmd == "image":
+            build_image(args.os, force=args.force)
+        elif args.cmd == "up":
+            up(args.hosts, args.os)
+        elif args.cmd == "services":
+            build_image(args.os)
+            start_services(args.os)
+        elif args.cmd == "down":
+            down()
+        elif args.cmd == "status":
+            status()
+        elif args.cmd == "env":
+            for key, value in credentials().items():
+                print("export %s=%s" % (key, value))
+            print("export AIOPS_LAB_S3_ENDPOINT=%s" % s3_endpoint())
+    except LabError as exc:
+        print("labctl: error: %s" % exc, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

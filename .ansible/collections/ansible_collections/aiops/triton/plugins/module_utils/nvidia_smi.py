@@ -1,0 +1,228 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, aiops.triton contributors
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""The collection's one parser for nvidia-smi and related driver state.
+
+Used by the ``nvidia_gpu_info`` module and, through it, by the driver and toolkit roles'
+post-checks.  Pure functions over text so they can be tested on recorded outputs.
+
+The GPU query is ``nvidia-smi --query-gpu=<QUERY_FIELDS> --format=csv,nounits``; with a
+header line the columns are mapped by name, so a reordered or extended query still parses.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+
+__metaclass__ = type
+
+import csv
+import os
+import re
+
+QUERY_FIELDS = (
+    "index",
+    "uuid",
+    "name",
+    "pci.bus_id",
+    "memory.total",
+    "memory.used",
+    "driver_version",
+    "persistence_mode",
+    "mig.mode.current",
+    "mig.mode.pending",
+    "ecc.mode.current",
+    "ecc.errors.corrected.volatile.total",
+    "ecc.errors.uncorrected.volatile.total",
+    "ecc.errors.uncorrected.aggregate.total",
+)
+QUERY_FORMAT = "csv,nounits"
+
+# nvidia-smi exit codes for "nothing to talk to"; see nvidia-smi(1) RETURN VALUE.
+RC_NO_DEVICES = 6
+RC_NO_DRIVER = 9
+
+PROC_VERSION_PATH = "/proc/driver/nvidia/version"
+PCI_DEVICES_PATH = "/sys/bus/pci/devices"
+NVIDIA_PCI_VENDOR = "0x10de"
+# PCI class codes (without prog-if): VGA and 3D controllers are GPUs, "other bridge" is NVSwitch.
+GPU_PCI_CLASSES = ("0x0300", "0x0302")
+NVSWITCH_PCI_CLASS = "0x0680"
+
+_UNAVAILABLE = ("[N/A]", "N/A", "[Not Supported]", "Not Supported", "[Unknown Error]", "[Insufficient Permissions]", "")
+_VERSION_RE = re.compile(r"^\d+(?:\.\d+)*$")
+
+
+class NvidiaSmiError(Exception):
+    """nvidia-smi output could not be understood."""
+
+
+def query_command(nvidia_smi="nvidia-smi"):
+    """The argv that produces the CSV this module parses."""
+    return [nvidia_smi, "--query-gpu=" + ",".join(QUERY_FIELDS), "--format=" + QUERY_FORMAT]
+
+
+def _blank(value):
+    return value is None or value.strip() in _UNAVAILABLE
+
+
+def _int(value, field):
+    if _blank(value):
+        return None
+    text = value.strip()
+    # With units (format=csv) memory reads "81559 MiB"; keep the number.
+    if text.endswith(" MiB"):
+        text = text[:-4]
+    try:
+        return int(text)
+    except ValueError:
+        raise NvidiaSmiError("%s: expected an integer, got %r" % (field, value))
+
+
+def _mode(value):
+    """Enabled/Disabled -> 'enabled'/'disabled'; N/A -> None."""
+    if _blank(value):
+        return None
+    return value.strip().lower()
+
+
+def _enabled(value):
+    mode = _mode(value)
+    if mode is None:
+        return None
+    return mode == "enabled"
+
+
+def _header_name(column):
+    # "memory.total [MiB]" -> "memory.total"
+    return re.sub(r"\s*\[[^\]]*\]\s*$", "", column.strip())
+
+
+def parse_query_gpu(text):
+    """Parse ``--query-gpu`` CSV (with or without header) into a list of GPU dicts.
+
+    Returns GPUs sorted by index.  Raises NvidiaSmiError on anything that is not the CSV
+    (for example the "couldn't communicate with the NVIDIA driver" message).
+    """
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        return []
+    rows = list(csv.reader(lines, skipinitialspace=True))
+    first = [_header_name(col) for col in rows[0]]
+    if "index" in first and "uuid" in first:
+        fields, rows = first, rows[1:]
+    else:
+        fields = list(QUERY_FIELDS)
+    gpus = []
+    for number, row in enumerate(rows, start=1):
+        if len(row) != len(fields):
+            raise NvidiaSmiError("row %d has %d columns, expected %d: %r" % (number, len(row), len(fields), ", ".join(row)))
+        raw = dict(zip(fields, [col.strip() for col in row]))
+        missing = [f for f in ("index", "uuid", "name") if f not in raw]
+        if missing:
+            raise NvidiaSmiError("query output lacks columns: %s" % ", ".join(missing))
+        gpus.append({
+            "index": _int(raw["index"], "index"),
+            "uuid": raw["uuid"],
+            "name": raw["name"],
+            "pci_bus_id": None if _blank(raw.get("pci.bus_id")) else raw["pci.bus_id"],
+            "memory_total_mib": _int(raw.get("memory.total"), "memory.total"),
+            "memory_used_mib": _int(raw.get("memory.used"), "memory.used"),
+            "driver_version": None if _blank(raw.get("driver_version")) else raw["driver_version"],
+            "persistence_mode": _enabled(raw.get("persistence_mode")),
+            "mig_mode": _mode(raw.get("mig.mode.current")),
+            "mig_mode_pending": _mode(raw.get("mig.mode.pending")),
+            "ecc_mode": _mode(raw.get("ecc.mode.current")),
+            "ecc_errors_corrected_volatile": _int(raw.get("ecc.errors.corrected.volatile.total"), "ecc.errors.corrected.volatile.total"),
+            "ecc_errors_uncorrected_volatile": _int(raw.get("ecc.errors.uncorrected.volatile.total"), "ecc.errors.uncorrected.volatile.total"),
+            "ecc_errors_uncorrected_aggregate": _int(raw.get("ecc.errors.uncorrected.aggregate.total"), "ecc.errors.uncorrected.aggregate.total"),
+        })
+    return sorted(gpus, key=lambda gpu: gpu["index"])
+
+
+def classify_failure(rc, output):
+    """Map a failed nvidia-smi run to 'no_driver' / 'no_devices', or None if it is a real error."""
+    if rc == RC_NO_DRIVER or "couldn't communicate with the NVIDIA driver" in output:
+        return "no_driver"
+    if rc == RC_NO_DEVICES or "No devices were found" in output:
+        return "no_devices"
+    return None
+
+
+def parse_cuda_version(text):
+    """CUDA version from the plain ``nvidia-smi`` banner or ``nvidia-smi -q``; None if absent."""
+    match = re.search(r"CUDA Version\s*:\s*([0-9]+(?:\.[0-9]+)*)", text)
+    return match.group(1) if match else None
+
+
+def parse_proc_version(text):
+    """Parse /proc/driver/nvidia/version -> {'version', 'flavor': 'open'|'proprietary'} or None."""
+    match = re.search(r"NVRM version:.*?Kernel Module(?: for \S+)?\s+([0-9]+(?:\.[0-9]+)+)", text)
+    if not match:
+        return None
+    flavor = "open" if "Open Kernel Module" in match.group(0) else "proprietary"
+    return {"version": match.group(1), "flavor": flavor}
+
+
+def parse_fabricmanager_version(text):
+    """``nv-fabricmanager --version`` prints 'Fabric Manager version is : 535.154.05'."""
+    match = re.search(r"Fabric Manager version is\s*:\s*([0-9]+(?:\.[0-9]+)+)", text)
+    return match.group(1) if match else None
+
+
+def _read(path):
+    try:
+        with open(path) as handle:
+            return handle.read().strip()
+    except (IOError, OSError):
+        return ""
+
+
+def scan_pci(devices_path=PCI_DEVICES_PATH):
+    """NVIDIA GPUs and NVSwitches seen on the PCI bus, driver or not: {'gpus': [...], 'nvswitches': [...]}."""
+    found = {"gpus": [], "nvswitches": []}
+    try:
+        names = sorted(os.listdir(devices_path))
+    except (IOError, OSError):
+        return found
+    for name in names:
+        device = os.path.join(devices_path, name)
+        if _read(os.path.join(device, "vendor")).lower() != NVIDIA_PCI_VENDOR:
+            continue
+        pci_class = _read(os.path.join(device, "class")).lower()[:6]
+        if pci_class in GPU_PCI_CLASSES:
+            found["gpus"].append(name)
+        elif pci_class == NVSWITCH_PCI_CLASS:
+            found["nvswitches"].append(name)
+    return found
+
+
+def version_matches(actual, wanted):
+    """'535' matches any 535.x; '535.154.05' matches only itself."""
+    if not actual or not wanted:
+        return False
+    want = str(wanted).split(".")
+    return str(actual).split(".")[:len(want)] == want
+
+
+def check_consistency(gpus, kernel_module=None, expected_driver_version=None, expected_gpu_count=None, fabricmanager_version=None):
+    """Return human-readable mismatches between nvidia-smi, the kernel module, fabric manager and the pins.
+
+    An empty list means consistent.  Checks that need data which is absent are skipped, except
+    the GPU count, which is always checked when expected.
+    """
+    problems = []
+    if expected_gpu_count is not None and len(gpus) != int(expected_gpu_count):
+        problems.append("expected %d GPUs, nvidia-smi lists %d" % (int(expected_gpu_count), len(gpus)))
+    smi_versions = sorted(set(gpu["driver_version"] for gpu in gpus if gpu.get("driver_version")))
+    if len(smi_versions) > 1:
+        problems.append("nvidia-smi reports several driver versions: %s" % ", ".join(smi_versions))
+    smi_version = smi_versions[0] if smi_versions else None
+    module_version = (kernel_module or {}).get("version")
+    if smi_version and module_version and smi_version != module_version:
+        problems.append("nvidia-smi driver %s != loaded kernel module %s (NVML/driver mismatch: reboot or reload the module)" % (smi_version, module_version))
+    if expected_driver_version:
+        for label, actual in (("nvidia-smi driver", smi_version), ("kernel module", module_version), ("fabric manager", fabricmanager_version)):
+            if actual and not version_matches(actual, expected_driver_version):
+                problems.append("%s %s does not match pinned %s" % (label, actual, expected_driver_version))
+    if fabricmanager_version and smi_version and fabricmanager_version != smi_version:
+        problems.append("fabric manager %s != driver %s" % (fabricmanager_version, smi_version))
+    return problems

@@ -1,0 +1,300 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, aiops.triton contributors
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import (absolute_import, division, print_function)
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: s3_model_sync
+short_description: Sync Triton model versions from S3 into a model repository, verified and atomically
+version_added: "0.1.0"
+description:
+  - Runs on the Triton host. Makes C(<repository>/<model>/<version>) match the versions published under
+    C(s3://<bucket>/<prefix>/<model>/<version>/) by the collection's publisher, moving only what changed.
+  - A published version is immutable and identified by the sha256 of its C(MANIFEST.json) (uploaded last by
+    the publisher). A version already on disk whose marker file C(.aiops-manifest.sha256) holds the same
+    manifest hash is not downloaded again; one with a different hash is replaced.
+  - Files are downloaded in parallel (threads; files larger than O(part_size_mb) as parallel ranged GETs) into
+    C(<repository>/<model>/.aiops-staging-<version>-<random>/) on the repository's filesystem. Every file's size
+    and sha256 is checked against the manifest, files and directories are fsynced, the marker is written, and
+    the directory is renamed into place in one atomic step, so a running Triton never sees a partial version.
+    Triton ignores the staging directory because its name is not an integer.
+  - Replacing a version is also atomic for Triton's view of it; the live directory is renamed aside, the new one
+    renamed in, and only then is the old one deleted. Removing a version renames it aside before deleting it.
+  - A version without C(MANIFEST.json) is an incomplete publish and is refused, unless O(allow_unverified=true),
+    which checks each object by size and its MD5 ETag instead. Multipart and SSE-KMS ETags are not MD5s of the
+    object, so such objects are refused even then.
+  - After the wanted versions are in place, local versions that are not wanted are kept for rollback, newest
+    first, up to O(keep_versions); the rest are removed. C(config.pbtxt) is not touched by this module.
+  - On failure nothing live changes. S3 unreachable or refused credentials fail before anything is written.
+    A file whose sha256 differs fails naming the file, the expected and the actual hash. A full disk fails with
+    a clear message. Staging is removed in every case, and a run killed outright (SIGKILL) leaves only a staging
+    directory that Triton ignores and the next run removes before it starts (one run per model at a time,
+    serialized by a lock file C(.aiops-sync.lock) in the model directory).
+  - In check mode it resolves and plans (listing S3 and reading manifests) but downloads and changes nothing.
+author:
+  - aiops.triton contributors (@aiops)
+requirements:
+  - boto3 (installed into the collection's venv on the host by the roles)
+options:
+  bucket:
+    description: S3 bucket holding the published models.
+    type: str
+    required: true
+  prefix:
+    description: Key prefix under which C(<model>/<version>/) live; empty for the bucket root.
+    type: str
+    default: ""
+  model:
+    description: Model name, the directory name under O(repository) and under O(prefix).
+    type: str
+    required: true
+  versions:
+    description:
+      - Exact versions to have. Each must be published; one without a manifest fails the task.
+      - Mutually exclusive with O(latest). With O(state=absent), the versions to remove (all when omitted).
+    type: list
+    elements: int
+  latest:
+    description:
+      - Have the newest N complete versions (versions still being published, without a manifest, are skipped).
+      - Mutually exclusive with O(versions); only for O(state=present).
+    type: int
+  repository:
+    description: Triton model repository directory on the host. It must exist.
+    type: path
+    required: true
+  keep_versions:
+    description: How many local versions that are not wanted to keep for rollback, newest first.
+    type: int
+    default: 1
+  state:
+    description:
+      - V(present) syncs the wanted versions and applies O(keep_versions).
+      - V(absent) removes O(versions) (or every version) of the model from the host without contacting S3.
+    type: str
+    choices: [present, absent]
+    default: present
+  endpoint_url:
+    description:
+      - S3 endpoint for S3-compatible stores (MinIO, Ceph RGW), for example C(https://minio.example:9000).
+        Path-style addressing is used whenever this is set. Omit for AWS S3.
+    type: str
+  region:
+    description: Region to sign requests for; defaults to the profile's or C(us-east-1).
+    type: str
+  access_key:
+    description: Access key id. Falls back to the usual AWS environment variables and config files.
+    type: str
+    aliases: [aws_access_key_id]
+  secret_key:
+    description: Secret access key.
+    type: str
+    aliases: [aws_secret_access_key]
+  session_token:
+    description: Session token for temporary credentials.
+    type: str
+    aliases: [aws_session_token]
+  profile:
+    description: Named profile from the host's AWS config files.
+    type: str
+  validate_certs:
+    description: Verify the endpoint's TLS certificate.
+    type: bool
+    default: true
+  ca_bundle:
+    description: CA bundle to verify the endpoint with (a private CA for MinIO/Ceph).
+    type: path
+  checksum_mode:
+    description:
+      - boto3 1.36 and later add CRC checksums to every request and validate them on every response by default,
+        which older MinIO and Ceph RGW releases reject. V(when_required) (the default) sends and checks them only
+        where the S3 API requires it; V(when_supported) is boto3's own default, fine for AWS S3.
+      - Integrity does not depend on this; every file is checked against the manifest's sha256.
+    type: str
+    choices: [when_required, when_supported]
+    default: when_required
+  concurrency:
+    description: Parallel S3 requests (download threads).
+    type: int
+    default: 8
+  part_size_mb:
+    description: Files larger than this are fetched as parallel ranged GETs of this size.
+    type: int
+    default: 16
+  allow_unverified:
+    description:
+      - Sync versions that have no C(MANIFEST.json), checking each object by size and single-part MD5 ETag.
+        Objects with multipart or SSE-KMS ETags are refused.
+    type: bool
+    default: false
+notes:
+  - Supports check mode and diff mode; the diff lists each version with the manifest hash it came from.
+  - C(bytes_transferred) counts model file bytes only; manifests (a few KiB each) are read on every run to
+    compare hashes and are not counted.
+"""
+
+EXAMPLES = r"""
+- name: Have the two newest versions of the anomaly detector, keep one older for rollback
+  aiops.triton.s3_model_sync:
+    bucket: models
+    prefix: triton
+    model: anomaly_detector
+    latest: 2
+    keep_versions: 1
+    repository: /srv/triton/models
+    endpoint_url: https://minio.internal:9000
+    ca_bundle: /etc/ssl/certs/internal-ca.pem
+    access_key: "{{ vault_s3_access_key }}"
+    secret_key: "{{ vault_s3_secret_key }}"
+
+- name: Pin exact versions
+  aiops.triton.s3_model_sync:
+    bucket: models
+    model: log_classifier
+    versions: [3, 4]
+    repository: /srv/triton/models
+    profile: models-readonly
+
+- name: Drop a bad version from the host
+  aiops.triton.s3_model_sync:
+    bucket: models
+    model: log_classifier
+    versions: [4]
+    state: absent
+    repository: /srv/triton/models
+"""
+
+RETURN = r"""
+versions_added:
+  description: Versions that were not on the host and were downloaded (or would be, in check mode).
+  returned: always
+  type: list
+  elements: int
+  sample: [3]
+versions_replaced:
+  description: Versions present with a different manifest hash, swapped for the published one.
+  returned: always
+  type: list
+  elements: int
+  sample: []
+versions_removed:
+  description: Versions removed (beyond O(keep_versions), or by O(state=absent)).
+  returned: always
+  type: list
+  elements: int
+  sample: [1]
+versions_kept:
+  description: Versions left on the host untouched (wanted and unchanged, or kept for rollback).
+  returned: always
+  type: list
+  elements: int
+  sample: [2]
+bytes_transferred:
+  description: Bytes of model files downloaded from S3 in this run (0 when nothing changed and in check mode).
+  returned: always
+  type: int
+  sample: 104857600
+files_transferred:
+  description: Files downloaded and verified in this run.
+  returned: always
+  type: int
+  sample: 2
+seconds:
+  description: Wall time of the sync.
+  returned: always
+  type: float
+  sample: 1.42
+model_path:
+  description: The model's directory in the repository.
+  returned: always
+  type: str
+  sample: /srv/triton/models/anomaly_detector
+"""
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.aiops.triton.plugins.module_utils import s3_sync
+
+
+def run(module):
+    params = module.params
+    if params["state"] == "absent":
+        if params["latest"] is not None:
+            raise s3_sync.S3SyncError("latest is only for state=present; list the versions to remove")
+        return s3_sync.sync_absent(params["repository"], params["model"], params["versions"], module.check_mode)
+    if not s3_sync.HAS_BOTO3:
+        module.fail_json(msg=missing_required_lib("boto3"), exception=s3_sync.BOTO3_IMPORT_ERROR)
+    client = s3_sync.make_client(
+        endpoint_url=params["endpoint_url"], region=params["region"], access_key=params["access_key"],
+        secret_key=params["secret_key"], session_token=params["session_token"], profile=params["profile"],
+        validate_certs=params["validate_certs"], ca_bundle=params["ca_bundle"], checksum_mode=params["checksum_mode"],
+        concurrency=params["concurrency"])
+    return s3_sync.sync_present(
+        client, params["bucket"], params["prefix"], params["model"], params["repository"],
+        versions=params["versions"], latest=params["latest"], keep_versions=params["keep_versions"],
+        concurrency=params["concurrency"], part_size=params["part_size_mb"] * 1024 * 1024,
+        allow_unverified=params["allow_unverified"], check_mode=module.check_mode)
+
+
+def validate(params):
+    model = params["model"]
+    if not model or "/" in model or model.startswith(".") or model in ("op_defs", "graphs", "resource"):
+        raise s3_sync.S3SyncError("model %r is not a usable Triton model directory name" % model)
+    for name in ("keep_versions", "latest", "concurrency", "part_size_mb"):
+        value = params[name]
+        if value is not None and value < (0 if name == "keep_versions" else 1):
+            raise s3_sync.S3SyncError("%s must be %s, got %d" % (name, ">= 0" if name == "keep_versions" else ">= 1", value))
+    if any(v < 0 for v in params["versions"] or []):
+        raise s3_sync.S3SyncError("versions must be non-negative integers")
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            bucket=dict(type="str", required=True),
+            prefix=dict(type="str", default=""),
+            model=dict(type="str", required=True),
+            versions=dict(type="list", elements="int"),
+            latest=dict(type="int"),
+            repository=dict(type="path", required=True),
+            keep_versions=dict(type="int", default=1),
+            state=dict(type="str", choices=["present", "absent"], default="present"),
+            endpoint_url=dict(type="str"),
+            region=dict(type="str"),
+            access_key=dict(type="str", aliases=["aws_access_key_id"], no_log=True),
+            secret_key=dict(type="str", aliases=["aws_secret_access_key"], no_log=True),
+            session_token=dict(type="str", aliases=["aws_session_token"], no_log=True),
+            profile=dict(type="str"),
+            validate_certs=dict(type="bool", default=True),
+            ca_bundle=dict(type="path"),
+            checksum_mode=dict(type="str", choices=list(s3_sync.CHECKSUM_MODES), default="when_required"),
+            concurrency=dict(type="int", default=8),
+            part_size_mb=dict(type="int", default=16),
+            allow_unverified=dict(type="bool", default=False),
+        ),
+        mutually_exclusive=[("versions", "latest"), ("profile", "access_key"), ("profile", "secret_key")],
+        required_together=[("access_key", "secret_key")],
+        required_if=[("state", "present", ("versions", "latest"), True)],
+        supports_check_mode=True,
+    )
+    try:
+        validate(module.params)
+        result = run(module)
+    except s3_sync.S3SyncError as exc:
+        module.fail_json(msg=str(exc))
+    plan = result.pop("plan")
+    diff = result.pop("diff")
+    result.update(versions_added=plan["add"], versions_replaced=plan["replace"], versions_removed=plan["remove"],
+                  versions_kept=plan["kept"], model_path=diff["before_header"])
+    if module._diff:
+        result["diff"] = diff
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

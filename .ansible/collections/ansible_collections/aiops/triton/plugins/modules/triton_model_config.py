@@ -1,0 +1,256 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, aiops.triton contributors
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import (absolute_import, division, print_function)
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: triton_model_config
+short_description: Write a model's config.pbtxt from data, checked against Triton's own schema and load-time rules
+description:
+  - Takes a model configuration as data whose keys are the field names of Triton's C(ModelConfig) protobuf
+    (enum values by name, for example C(TYPE_FP32), C(KIND_GPU)) and writes C(<repository>/<name>/config.pbtxt).
+  - "The configuration is checked against the C(ModelConfig) message shipped in C(tritonclient.grpc.model_config_pb2);
+    an unknown field, a wrong type or an unknown enum name fails with a message that names its path,
+    for example C(input[0].data_type: 'FP23' is not a valid DataType (TYPE_BOOL, ...))."
+  - Then the checks Triton itself makes when it loads a model run (ported from Triton core's C(model_config_utils.cc)
+    and C(ensemble_utils.cc)), including instance groups against O(gpus) and ensemble wiring against O(models).
+    Checks that depend on the model file (tensor names, dims and types the backend reads from the model) are not made.
+  - Nothing is written unless every check passes. The file is written atomically (temporary file in the same
+    directory, fsync, rename), and only when its bytes change.
+  - The text is canonical (fields in protobuf field-number order, map entries sorted by key, lists in Triton's
+    C([ ... ]) style), so the same data always gives the same bytes and C(--diff) shows only real changes.
+version_added: "1.0.0"
+author:
+  - aiops.triton contributors (@aiops)
+options:
+  repository:
+    description: Model repository directory. The model directory C(<repository>/<name>) is created when missing.
+    type: path
+    required: true
+  name:
+    description:
+      - Model name, which is also the model's directory name.
+      - When O(config) has no C(name) this one is used; when it has one, both must agree.
+    type: str
+    required: true
+  config:
+    description: The model configuration, keyed by C(ModelConfig) field names.
+    type: dict
+    required: true
+  overrides:
+    description:
+      - Per-host changes merged over O(config) before anything else. Mappings merge key by key;
+        any other value, lists included (for example C(instance_group)), replaces the one in O(config).
+    type: dict
+    default: {}
+  gpus:
+    description:
+      - GPU indexes this host has (for example from M(aiops.triton.nvidia_gpu_info)). An empty list means a host without GPUs.
+      - When given, instance groups are checked against them, and with O(host_override) fitted to them.
+      - When omitted, no host check is made and instance groups are written as given.
+    type: list
+    elements: int
+  host_override:
+    description:
+      - With O(gpus) given, fit instance groups to the host. On a host without GPUs, C(KIND_GPU) and C(KIND_AUTO)
+        groups become C(KIND_CPU) (their C(gpus) dropped) so the model still loads; on a GPU host a group naming
+        a GPU index the host lacks is refused.
+      - When false, such a configuration fails the Triton checks instead.
+    type: bool
+    default: true
+  models:
+    description:
+      - Configurations of the other models in the repository, keyed by model name. When given and O(config) is an ensemble,
+        its steps are checked against them (models exist, tensors mapped, data types and shapes agree, no cycles).
+    type: dict
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.files
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  platform:
+    platforms: posix
+requirements:
+  - tritonclient (C(model_config_pb2)) and protobuf on the host that runs the module
+notes:
+  - The rendered file starts with a comment that says it is managed; edits by hand are overwritten on the next run.
+  - Use the P(aiops.triton.model_config_from_pbtxt#filter) filter to read an existing C(config.pbtxt) back into data.
+seealso:
+  - name: Triton model configuration
+    description: Triton's documentation of every ModelConfig field.
+    link: https://docs.nvidia.com/deeplearning/triton-inference-server/user-guide/docs/user_guide/model_configuration.html
+"""
+
+EXAMPLES = r"""
+- name: Write the anomaly detector's config, fitted to this host's GPUs
+  aiops.triton.triton_model_config:
+    repository: /var/lib/triton/models
+    name: anomaly_detector
+    config:
+      platform: onnxruntime_onnx
+      max_batch_size: 32
+      input:
+        - {name: metrics_input, data_type: TYPE_FP32, dims: [60, 20]}
+      output:
+        - {name: anomaly_score, data_type: TYPE_FP32, dims: [1]}
+        - {name: anomaly_labels, data_type: TYPE_INT32, dims: [20]}
+      dynamic_batching:
+        preferred_batch_size: [4, 8, 16, 32]
+        max_queue_delay_microseconds: 100000
+      instance_group:
+        - {count: 2, kind: KIND_GPU, gpus: [0]}
+      version_policy: {latest: {num_versions: 1}}
+      optimization: {graph: {level: 1}}
+    gpus: "{{ nvidia_gpus | map(attribute='index') | list }}"
+    owner: triton
+    group: triton
+    mode: "0644"
+
+- name: Write an ensemble and check its wiring against the member models
+  aiops.triton.triton_model_config:
+    repository: /var/lib/triton/models
+    name: alert_triage
+    config: "{{ triton_models.alert_triage }}"
+    models: "{{ triton_models }}"
+
+- name: Read a config back for a drift report
+  ansible.builtin.set_fact:
+    live_config: "{{ lookup('ansible.builtin.file', '/var/lib/triton/models/anomaly_detector/config.pbtxt') | aiops.triton.model_config_from_pbtxt }}"
+"""
+
+RETURN = r"""
+path:
+  description: Path of the configuration file.
+  returned: always
+  type: str
+  sample: /var/lib/triton/models/anomaly_detector/config.pbtxt
+content:
+  description: The rendered C(config.pbtxt) text (what is, or in check mode would be, on disk).
+  returned: always
+  type: str
+  sample: "# Rendered by aiops.triton.triton_model_config; edits by hand are overwritten.\nname: \"anomaly_detector\"\n"
+config:
+  description: The configuration that was rendered, after O(overrides) and the host override, in canonical form (unset fields dropped).
+  returned: always
+  type: dict
+  sample: {"name": "anomaly_detector", "platform": "onnxruntime_onnx", "max_batch_size": 32}
+"""
+
+import os
+import tempfile
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.common.text.converters import to_bytes, to_native
+
+from ansible_collections.aiops.triton.plugins.module_utils.model_config import (
+    HAS_MODEL_CONFIG_PB2,
+    IMPORT_ERROR,
+    ModelConfigError,
+    apply_host_overrides,
+    deep_merge,
+    normalize,
+    render,
+    validate,
+)
+
+CONFIG_FILE = "config.pbtxt"
+
+
+def build(params):
+    """Merge, fit to the host and check; return (canonical dict, text). Raises ModelConfigError."""
+    config = deep_merge(params["config"], params["overrides"])
+    if config.setdefault("name", params["name"]) != params["name"]:
+        raise ModelConfigError("name: config name %r does not match the model directory name %r" % (config["name"], params["name"]))
+    gpus = params["gpus"]
+    if gpus is not None and params["host_override"]:
+        config = apply_host_overrides(config, gpus)
+    validate(config, gpus=gpus, models=params["models"])
+    return normalize(config), render(config)
+
+
+def write_atomic(module, path, data, file_args):
+    """Temp file in the target directory, attributes set, fsync, rename, fsync the directory."""
+    directory = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(prefix=".%s." % CONFIG_FILE, dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        tmp_args = dict(file_args, path=tmp)
+        if tmp_args.get("mode") is None:
+            tmp_args["mode"] = "0644"  # mkstemp makes 0600; a model config is not secret
+        module.set_fs_attributes_if_different(tmp_args, False)
+        os.rename(tmp, path)
+    except Exception:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def run(module):
+    params = module.params
+    canonical, text = build(params)
+    data = to_bytes(text)
+    model_dir = os.path.join(params["repository"], params["name"])
+    path = os.path.join(model_dir, CONFIG_FILE)
+    before = None
+    if os.path.isfile(path):
+        with open(path, "rb") as handle:
+            before = handle.read()
+    changed = before != data
+    result = {"changed": changed, "path": path, "content": text, "config": canonical}
+    if module._diff:
+        result["diff"] = {"before": to_native(before) if before is not None else "", "after": text,
+                          "before_header": path if before is not None else "%s (absent)" % path, "after_header": path}
+    file_args = module.load_file_common_arguments(params, path=path)
+    if changed and not module.check_mode:
+        if not os.path.isdir(model_dir):
+            os.makedirs(model_dir)
+        write_atomic(module, path, data, file_args)
+    if before is not None or not module.check_mode:
+        result["changed"] = module.set_fs_attributes_if_different(file_args, changed, diff=None)
+    return result
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            repository=dict(type="path", required=True),
+            name=dict(type="str", required=True),
+            config=dict(type="dict", required=True),
+            overrides=dict(type="dict", default={}),
+            gpus=dict(type="list", elements="int"),
+            host_override=dict(type="bool", default=True),
+            models=dict(type="dict"),
+        ),
+        add_file_common_args=True,
+        supports_check_mode=True,
+    )
+    if not HAS_MODEL_CONFIG_PB2:
+        module.fail_json(msg=missing_required_lib("tritonclient[grpc]"), exception=to_native(IMPORT_ERROR))
+    try:
+        result = run(module)
+    except ModelConfigError as exc:
+        module.fail_json(msg="%s/%s: %s" % (module.params["repository"], module.params["name"], to_native(exc)))
+    except (IOError, OSError) as exc:
+        module.fail_json(msg="cannot write %s config: %s" % (module.params["name"], to_native(exc)), exception=traceback.format_exc())
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""Planning, local state and recovery logic of the S3 sync engine (no network)."""
+
+import os
+
+import pytest
+from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
+
+from ansible_collections.aiops.triton.plugins.module_utils import s3_sync as s
+
+
+@pytest.mark.parametrize("wanted,remote,local,keep,expected", [
+    # first sync
+    ([1], {1: "a"}, {}, 1, {"add": [1], "replace": [], "unchanged": [], "retained": [], "remove": []}),
+    # no-op
+    ([1], {1: "a"}, {1: "a"}, 1, {"add": [], "replace": [], "unchanged": [1], "retained": [], "remove": []}),
+    # republished version (different manifest) or a hand-placed dir without marker
+    ([1, 2], {1: "b", 2: "c"}, {1: "a", 2: None}, 1, {"add": [], "replace": [1, 2], "unchanged": [], "retained": [], "remove": []}),
+    # upgrade keeps the newest old versions for rollback, drops the rest
+    ([4], {4: "d"}, {1: "a", 2: "b", 3: "c"}, 2, {"add": [4], "replace": [], "unchanged": [], "retained": [2, 3], "remove": [1]}),
+    ([4], {4: "d"}, {1: "a", 3: "c"}, 0, {"add": [4], "replace": [], "unchanged": [], "retained": [], "remove": [1, 3]}),
+    # rollback to an older version keeps the newer one as the retained version
+    ([3], {3: "c"}, {3: "c", 4: "d"}, 1, {"add": [], "replace": [], "unchanged": [3], "retained": [4], "remove": []}),
+])
+def test_plan_sync(wanted, remote, local, keep, expected):
+    plan = s.plan_sync(wanted, remote, local, keep)
+    expected["kept"] = sorted(expected["unchanged"] + expected["retained"])
+    assert plan == expected
+
+
+def test_pick_latest_and_prefixes():
+    assert s.pick_latest([1, 7, 3, 7, 12], 2) == [7, 12]
+    assert s.version_prefix("", "m") == "m/"
+    assert s.version_prefix("/a//b/", "m", 3) == "a/b/m/3/"
+
+
+def make_version(model_dir, name, marker=None):
+    path = model_dir / name
+    path.mkdir(parents=True)
+    if marker is not None:
+        (path / s.MARKER_NAME).write_text(marker + "\n")
+    return path
+
+
+def test_local_versions_reads_markers_and_ignores_what_triton_ignores(tmp_path):
+    make_version(tmp_path, "1", "abc")
+    make_version(tmp_path, "2")
+    make_version(tmp_path, "007", "x")  # Triton ignores leading zeros
+    make_version(tmp_path, s.STAGING_PREFIX + "3-zz", "y")
+    (tmp_path / "10").write_text("a file, not a version dir")
+    assert s.local_versions(str(tmp_path)) == {1: "abc", 2: None}
+    assert s.local_versions(str(tmp_path / "missing")) == {}
+
+
+def test_render_diff_lists_versions_with_hashes():
+    diff = s.render_diff("/r/m", {1: "a", 2: None}, {2: None, 3: "c"})
+    assert diff["before"] == "1 a\n2 unmanaged\n" and diff["after"] == "2 unmanaged\n3 c\n"
+    assert diff["before_header"] == "/r/m"
+
+
+def test_recover_removes_staging_and_restores_a_version_caught_mid_swap(tmp_path):
+    model_dir = tmp_path / "m"
+    make_version(model_dir, s.STAGING_PREFIX + "5-abc", "partial")
+    make_version(model_dir, s.OLD_PREFIX + "4-def", "old4")   # live 4 gone: killed between the renames
+    make_version(model_dir, s.OLD_PREFIX + "2-ghi", "old2")   # live 2 present: the old copy is garbage
+    make_version(model_dir, "2", "new2")
+    with s.ModelDir(str(tmp_path), "m"):
+        pass
+    assert sorted(os.listdir(str(model_dir))) == sorted(["2", "4", s.LOCK_NAME])
+    assert s.local_versions(str(model_dir)) == {2: "new2", 4: "old4"}
+
+
+def test_model_dir_created_by_a_failed_sync_is_removed(tmp_path):
+    with pytest.raises(RuntimeError):
+        with s.ModelDir(str(tmp_path), "fresh"):
+            raise RuntimeError("download failed")
+    assert os.listdir(str(tmp_path)) == []
+
+
+def test_remove_takes_version_out_of_sight_first(tmp_path):
+    make_version(tmp_path / "m", "1", "a")
+    make_version(tmp_path / "m", "2", "b")
+    with s.ModelDir(str(tmp_path), "m") as mdir:
+        mdir.remove(1)
+    assert s.local_versions(str(tmp_path / "m")) == {2: "b"}
+    assert [n for n in os.listdir(str(tmp_path / "m")) if n.startswith(s.OLD_PREFIX)] == []
+
+
+def test_unverified_accepts_md5_etags_and_refuses_multipart():
+    version = s._unverified_version("b", "p", "m", 1, [
+        {"path": "x/model.bin", "size": 3, "etag": '"900150983cd24fb0d6963f7d28e17f72"'}])
+    assert version.files == [{"path": "x/model.bin", "size": 3, "md5": "900150983cd24fb0d6963f7d28e17f72"}]
+    assert version.digest.startswith("unverified-") and not version.verified
+    with pytest.raises(s.S3SyncError, match="not an MD5 of the object"):
+        s._unverified_version("b", "p", "m", 1, [{"path": "big", "size": 9, "etag": '"0123456789abcdef0123456789abcdef-3"'}])
+    with pytest.raises(s.S3SyncError, match="unsafe object path"):
+        s._unverified_version("b", "p", "m", 1, [{"path": "../x", "size": 1, "etag": '"900150983cd24fb0d6963f7d28e17f72"'}])
+
+
+def client_error(code):
+    return ClientError({"Error": {"Code": code, "Message": code}}, "GetObject")
+
+
+@pytest.mark.parametrize("exc,message", [
+    (client_error("InvalidAccessKeyId"), "S3 refused the credentials (InvalidAccessKeyId) while reading"),
+    (client_error("AccessDenied"), "S3 refused the credentials (AccessDenied)"),
+    (client_error("NoSuchBucket"), "S3 bucket does not exist (while reading"),
+    (client_error("SlowDown"), "S3 error SlowDown while reading"),
+    (EndpointConnectionError(endpoint_url="http://x"), "cannot reach the S3 endpoint while reading"),
+    (NoCredentialsError(), "no S3 credentials found"),
+])
+def test_s3_errors_say_what_to_fix(exc, message):
+    assert message in str(s.s3_error(exc, "reading s3://b/k"))
+
+
+def test_checksum_default_is_when_required():
+    client = s.make_client(endpoint_url="http://127.0.0.1:9", access_key="a", secret_key="b")
+    config = client.meta.config
+    assert config.request_checksum_calculation == "when_required"
+    assert config.response_checksum_validation == "when_required"
+    assert config.s3["addressing_style"] == "path"
+    client = s.make_client(endpoint_url="http://127.0.0.1:9", access_key="a", secret_key="b", checksum_mode="when_supported")
+    assert client.meta.config.request_checksum_calculation == "when_supported"
+
+
+def test_free_space_check(tmp_path):
+    s.check_free_space(str(tmp_path), 1)
+    with pytest.raises(s.S3SyncError, match="disk full: the new versions need"):
+        s.check_free_space(str(tmp_path), 1 << 60)

@@ -1,0 +1,121 @@
+"""nvidia_gpu_info run end to end against the nvidia-smi test double replaying recordings."""
+
+import json
+import os
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.aiops.triton.plugins.module_utils import nvidia_smi as smi
+from ansible_collections.aiops.triton.plugins.modules import nvidia_gpu_info
+
+TESTS = os.path.join(os.path.dirname(__file__), "..", "..", "..")
+RECORDINGS = os.path.abspath(os.path.join(TESTS, "fixtures", "nvidia_smi"))
+DOUBLE = os.path.abspath(os.path.join(TESTS, "doubles", "nvidia-smi.double"))
+
+
+def run_module(capsys, **args):
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            nvidia_gpu_info.main()
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.fixture
+def host(monkeypatch, tmp_path):
+    """A host whose /proc and sysfs views are temp files; the double replays the given recordings."""
+    proc = tmp_path / "version"
+    monkeypatch.setattr(smi, "PROC_VERSION_PATH", str(proc))
+    monkeypatch.setattr(smi, "PCI_DEVICES_PATH", str(tmp_path / "pci"))
+    monkeypatch.setenv("NVIDIA_SMI_DOUBLE_LOG", str(tmp_path / "calls.log"))
+
+    def configure(query, banner="recorded_h100x8_535.banner.txt", rc=0, proc_version=None):
+        monkeypatch.setenv("NVIDIA_SMI_DOUBLE_QUERY", os.path.join(RECORDINGS, query))
+        monkeypatch.setenv("NVIDIA_SMI_DOUBLE_BANNER", os.path.join(RECORDINGS, banner))
+        monkeypatch.setenv("NVIDIA_SMI_DOUBLE_RC", str(rc))
+        if proc_version:
+            with open(os.path.join(RECORDINGS, proc_version)) as src:
+                proc.write_text(src.read())
+        return tmp_path
+
+    return configure
+
+
+def test_h100_host_reports_gpus_and_versions(capsys, host):
+    tmp = host("recorded_h100x8_535.csv", proc_version="recorded_proc_version_proprietary_535.txt")
+    result = run_module(capsys, nvidia_smi_path=DOUBLE, expected_driver_version="535.154.05", expected_gpu_count=8)
+    assert result["changed"] is False
+    assert result["status"] == "ok"
+    assert result["gpu_count"] == 8
+    assert result["gpus"][7]["pci_bus_id"] == "00000000:DF:00.0"
+    assert result["driver_version"] == "535.154.05"
+    assert result["cuda_version"] == "12.2"
+    assert result["kernel_module"] == {"version": "535.154.05", "flavor": "proprietary"}
+    assert result["problems"] == []
+    assert result["message"] == "8 GPU(s), driver 535.154.05, CUDA 12.2"
+    calls = (tmp / "calls.log").read_text().splitlines()
+    assert calls == [" ".join(smi.query_command(DOUBLE)[1:]), ""]
+
+
+def test_mismatches_are_reported_not_failed(capsys, host):
+    host("recorded_a100x2_mig_535.csv", proc_version="recorded_proc_version_open_535.txt")
+    result = run_module(capsys, nvidia_smi_path=DOUBLE, expected_driver_version="535.183.01", expected_gpu_count=2)
+    assert "failed" not in result
+    assert result["gpus"][0]["mig_mode"] == "enabled"
+    assert result["problems"] == [
+        "nvidia-smi driver 535.183.01 != loaded kernel module 535.154.05 (NVML/driver mismatch: reboot or reload the module)",
+        "kernel module 535.154.05 does not match pinned 535.183.01",
+    ]
+
+
+def test_fabricmanager_version_is_compared(capsys, host, monkeypatch):
+    tmp = host("recorded_h100x8_535.csv", proc_version="recorded_proc_version_proprietary_535.txt")
+    bindir = tmp / "bin"
+    bindir.mkdir()
+    fm = bindir / "nv-fabricmanager"
+    fm.write_text("#!/bin/sh\necho 'Fabric Manager version is : 535.161.07'\n")  # double: a stale FM
+    fm.chmod(0o755)
+    monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ["PATH"]))
+    result = run_module(capsys, nvidia_smi_path=DOUBLE, expected_driver_version="535.154.05")
+    assert result["fabricmanager_version"] == "535.161.07"
+    assert result["problems"] == [
+        "fabric manager 535.161.07 does not match pinned 535.154.05",
+        "fabric manager 535.161.07 != driver 535.154.05",
+    ]
+
+
+@pytest.mark.parametrize("recording,rc,status", [
+    ("recorded_no_driver.txt", 9, "no_driver"),
+    ("recorded_no_devices.txt", 6, "no_devices"),
+])
+def test_no_driver_or_no_gpu_is_an_empty_list(capsys, host, recording, rc, status):
+    tmp = host(recording, rc=rc)
+    pci = tmp / "pci" / "0000:1b:00.0"
+    pci.mkdir(parents=True)
+    (pci / "vendor").write_text("0x10de\n")
+    (pci / "class").write_text("0x030200\n")
+    result = run_module(capsys, nvidia_smi_path=DOUBLE, expected_gpu_count=1)
+    assert "failed" not in result
+    assert result["status"] == status
+    assert result["gpus"] == []
+    assert result["pci"]["gpus"] == ["0000:1b:00.0"]
+    assert result["problems"] == ["expected 1 GPUs, nvidia-smi lists 0"]
+    if status == "no_driver":
+        assert result["message"] == "nvidia-smi cannot talk to the NVIDIA kernel module (not loaded; 1 NVIDIA GPU(s) on the PCI bus)"
+
+
+def test_not_installed(capsys, host, monkeypatch, tmp_path):
+    host("recorded_no_driver.txt")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(nvidia_gpu_info.AnsibleModule, "get_bin_path", lambda self, name, required=False, opt_dirs=None: None)
+    result = run_module(capsys)
+    assert result["status"] == "not_installed"
+    assert result["gpus"] == [] and result["gpu_count"] == 0
+    assert result["message"] == "nvidia-smi is not installed"
+
+
+def test_unexpected_error_fails_with_its_text(capsys, host):
+    host("recorded_no_devices.txt")
+    result = run_module(capsys, nvidia_smi_path="/bin/false")
+    assert result["failed"] is True
+    assert result["msg"].startswith("cannot read nvidia-smi output: /bin/false failed with rc 1")

@@ -1,0 +1,106 @@
+# aiops.triton — every entry point a person or CI uses. Run as root on Debian 12 / Ubuntu.
+#   make lab    set up this machine, bring up the lab (2 systemd hosts + S3 + wheelhouse), run site.yml
+#   make test   set up this machine and run every test stage (unit, lint, sanity, integration, molecule)
+SHELL := /bin/bash
+.ONESHELL:
+.SHELLFLAGS := -euo pipefail -c
+ROOT := $(CURDIR)
+VENV := $(ROOT)/.venv
+PY := $(VENV)/bin/python
+export PATH := $(VENV)/bin:$(PATH)
+export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/.collection
+HOSTS ?= 2
+APT_PACKAGES := podman runc debootstrap uidmap slirp4netns iproute2 git make python3-venv shellcheck
+STAGE := $(ROOT)/tools/stage.sh
+
+.PHONY: help setup system-packages venv collection-link lab lab-image lab-up lab-services lab-down \
+        wheelhouse models publish-models site test unit lint sanity integration molecule clean
+
+help:
+	@sed -n '2,4p' Makefile
+
+## --- set-up ---------------------------------------------------------------------------------------
+setup: system-packages venv collection-link
+
+system-packages:
+	if ! dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then
+	  apt-get update -qq
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(APT_PACKAGES)
+	fi
+
+# The venv is rebuilt only when a requirements file changes.
+venv: $(VENV)/.installed
+$(VENV)/.installed: requirements/controller.txt roles/triton_server/files/requirements-native.txt requirements/models-build.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check $(foreach f,$^,-r $(f))
+	python3 -m venv $(ROOT)/.venv-sanity
+	$(ROOT)/.venv-sanity/bin/pip install -q --disable-pip-version-check "$$(grep '^ansible-core==' requirements/controller.txt)"
+	touch $@
+
+# Playbooks and tests address the checkout as the collection aiops.triton.
+collection-link:
+	mkdir -p .collection/ansible_collections/aiops
+	ln -sfn $(ROOT) .collection/ansible_collections/aiops/triton
+
+## --- the lab --------------------------------------------------------------------------------------
+lab-image: setup
+	$(PY) lab/labctl.py image
+
+lab-services: lab-image wheelhouse
+	$(PY) lab/labctl.py services
+
+lab-up: lab-image wheelhouse
+	$(PY) lab/labctl.py up --hosts $(HOSTS)
+
+lab-down:
+	$(PY) lab/labctl.py down
+
+# Hosts install Python packages from here (pip --find-links), never each from PyPI.
+wheelhouse: setup
+	mkdir -p build/wheelhouse
+	$(VENV)/bin/pip download -q --disable-pip-version-check -d build/wheelhouse \
+	  -r roles/triton_server/files/requirements-native.txt -r roles/triton_server/files/requirements-tools.txt
+
+models: setup
+	$(PY) -m model_repository._build --out build/model_repository
+
+publish-models: models
+	eval "$$($(PY) lab/labctl.py env)"
+	$(PY) model_repository/publish.py --repository build/model_repository \
+	  --endpoint-url "$$AIOPS_LAB_S3_ENDPOINT" --bucket aiops-models --prefix models
+
+site:
+	eval "$$($(PY) lab/labctl.py env)"
+	ansible-playbook -i inventories/lab site.yml
+
+# The main job: everything from a bare machine to verified Triton hosts in the lab.
+lab: lab-up publish-models site
+
+## --- tests ----------------------------------------------------------------------------------------
+test: setup lab-services models
+	$(STAGE) unit          pytest -q -p no:cacheprovider tests/unit
+	$(STAGE) lint          $(MAKE) --no-print-directory lint
+	$(STAGE) sanity        tools/sanity.sh
+	$(STAGE) integration   pytest -q -p no:cacheprovider -m integration tests/integration
+	$(STAGE) molecule      $(MAKE) --no-print-directory molecule
+	echo "ALL STAGES PASSED"
+
+unit:
+	pytest -q tests/unit
+
+lint:
+	yamllint -s .
+	ansible-lint --profile production --offline
+
+sanity:
+	tools/sanity.sh
+
+integration:
+	pytest -q -m integration tests/integration
+
+# Every scenario under molecule/, each create → converge → idempotence → verify → destroy.
+molecule:
+	for s in $$(ls molecule); do echo "== molecule $$s"; molecule test -s $$s; done
+
+clean: lab-down
+	rm -rf build .collection

@@ -1,0 +1,173 @@
+"""aiops.triton.triton_verify against a real tritonserver serving a tiny python-backend model."""
+
+import copy
+import os
+import stat
+
+import pytest
+
+from triton_fixtures import TritonServer, add_sub_golden_case, free_port, run_module, write_add_sub_version
+
+pytestmark = pytest.mark.integration
+
+UPPER_CONFIG = """\
+backend: "python"
+max_batch_size: 0
+input [ { name: "TEXT" data_type: TYPE_STRING dims: [ -1, 1 ] } ]
+output [ { name: "UPPER" data_type: TYPE_STRING dims: [ -1, 1 ] } ]
+"""
+UPPER_MODEL = """\
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for request in requests:
+            text = pb_utils.get_input_tensor_by_name(request, "TEXT").as_numpy()
+            upper = np.vectorize(lambda t: t.decode("utf-8").upper().encode("utf-8"), otypes=[np.object_])(text)
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("UPPER", upper)]))
+        return out
+"""
+UPPER_CASE = {"name": "alerts", "inputs": {"TEXT": {"datatype": "BYTES", "shape": [2, 1], "data": [["disk full"], ["oom kill"]]}},
+              "expected": {"UPPER": {"shape": [2, 1], "data": ["DISK FULL", "OOM KILL"], "equals": True}}}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    repo = str(tmp_path_factory.mktemp("repo"))
+    write_add_sub_version(repo, 1)
+    write_add_sub_version(repo, 2)
+    os.makedirs(os.path.join(repo, "upper", "1"))
+    with open(os.path.join(repo, "upper", "config.pbtxt"), "w") as handle:
+        handle.write(UPPER_CONFIG)
+    with open(os.path.join(repo, "upper", "1", "model.py"), "w") as handle:
+        handle.write(UPPER_MODEL)
+    with TritonServer(repo) as srv:
+        yield srv
+
+
+def verify(server, models, **extra):
+    args = {"url": server.http_url, "models": models, "ready_timeout": 5}
+    args.update(extra)
+    return run_module("triton_verify", args)
+
+
+def test_passes_with_repository_golden_cases_over_http_and_grpc(server):
+    result = verify(server, [{"name": "add_sub", "latency_budget": {"requests": 20, "p50_ms": 2000, "p99_ms": 5000}},
+                             {"name": "upper", "golden_cases": [UPPER_CASE]}],
+                    model_repository=server.repository, grpc_url=server.grpc_url)
+    assert result.get("failed") is not True, result.get("msg")
+    assert result["changed"] is False
+    assert result["server"] == {"live": True, "ready": True, "version": "2.51.0"}
+    add_sub, upper = result["models"]
+    assert add_sub["passed"] is True and add_sub["failures"] == []
+    (v2,) = add_sub["versions"]
+    assert v2["version"] == 2 and v2["ready"] is True
+    assert v2["cases_source"] == os.path.join(server.repository, "add_sub", "2", "golden_cases.json")
+    outcomes = [(c["name"], c["protocol"], c["passed"]) for c in v2["cases"]]
+    assert outcomes == [("add-sub-v2", "http", True), ("add-sub-v2", "grpc", True)]
+    assert v2["latency"]["requests"] == 20
+    assert 0 < v2["latency"]["p50_ms"] <= v2["latency"]["p99_ms"] < 5000
+    assert [c["protocol"] for c in upper["versions"][0]["cases"] if c["passed"]] == ["http", "grpc"]
+
+
+def test_wrong_expected_output_fails_with_the_difference(server):
+    case = add_sub_golden_case(2)
+    case["expected"]["OUTPUT0"]["data"] = [1.5, 2.5, 3.5, 4.6]
+    result = verify(server, [{"name": "add_sub", "golden_cases": [case]}])
+    assert result["failed"] is True
+    assert "add_sub: version 2: golden case 'add-sub-v2' over http: output OUTPUT0[3] is 4.5, expected 4.6" in result["msg"]
+    assert result["models"][0]["passed"] is False
+
+
+def test_wrong_version_answer_fails_exact_match(server):
+    # the v1 case run against v2: VERSION is compared exactly
+    result = verify(server, [{"name": "add_sub", "golden_cases": [add_sub_golden_case(1)]}], grpc_url=server.grpc_url)
+    assert result["failed"] is True
+    assert "output VERSION[0] is 2, expected 1 exactly" in result["msg"]
+    assert {c["protocol"] for c in result["models"][0]["versions"][0]["cases"] if not c["passed"]} == {"http", "grpc"}
+
+
+def test_wrong_bytes_output_fails(server):
+    case = copy.deepcopy(UPPER_CASE)
+    case["expected"]["UPPER"]["data"] = ["DISK FULL", "OOM"]
+    result = verify(server, [{"name": "upper", "golden_cases": [case]}])
+    assert result["failed"] is True
+    assert "output UPPER[1] is 'OOM KILL', expected 'OOM'" in result["msg"]
+
+
+def test_latency_budget_breach_fails(server):
+    result = verify(server, [{"name": "add_sub", "golden_cases": [add_sub_golden_case(2)],
+                              "latency_budget": {"requests": 10, "p99_ms": 0.001}}])
+    assert result["failed"] is True
+    assert "p99 latency" in result["msg"] and "exceeds the budget of 0.001 ms over 10 requests" in result["msg"]
+    latency = result["models"][0]["versions"][0]["latency"]
+    assert latency["passed"] is False and latency["p99_ms"] > 0.001
+
+
+def test_version_not_ready_fails(server):
+    result = verify(server, [{"name": "add_sub", "versions": [1, 2]}], model_repository=server.repository)
+    assert result["failed"] is True
+    assert "add_sub: version 1: not READY" in result["msg"]
+    assert [v["ready"] for v in result["models"][0]["versions"]] == [False, True]
+
+
+def test_unknown_model_and_missing_cases_fail(server, tmp_path):
+    result = verify(server, [{"name": "nope"}, {"name": "upper"}])
+    assert result["failed"] is True
+    assert "nope: model is not serving" in result["msg"]
+    assert "upper: version 1: no golden cases" in result["msg"]
+    # cases may be waived
+    assert verify(server, [{"name": "upper"}], require_golden_cases=False).get("failed") is not True
+
+
+def test_golden_cases_file_path(server, tmp_path):
+    path = tmp_path / "cases.json"
+    path.write_text('{"schema": 1, "cases": [%s]}' % __import__("json").dumps(UPPER_CASE))
+    result = verify(server, [{"name": "upper", "golden_cases_file": str(path)}])
+    assert result.get("failed") is not True, result.get("msg")
+    assert result["models"][0]["versions"][0]["cases_source"] == str(path)
+    broken = verify(server, [{"name": "upper", "golden_cases_file": str(tmp_path / "missing.json")}])
+    assert broken["failed"] is True and "cannot read golden cases" in broken["msg"]
+
+
+def write_nvidia_smi_double(directory, pids):
+    """A stand-in for nvidia-smi that lists ``pids`` as GPU compute apps (no GPU here)."""
+    path = directory / "nvidia-smi"
+    path.write_text("#!/bin/sh\n" + "".join("echo %d\n" % pid for pid in pids))
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return str(directory)
+
+
+def test_require_gpu_fails_on_cpu_instances(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", write_nvidia_smi_double(tmp_path, [server.pid]) + os.pathsep + os.environ["PATH"])
+    result = verify(server, [{"name": "add_sub"}], require_gpu=True, model_repository=server.repository)
+    assert result["failed"] is True
+    gpu = result["models"][0]["gpu"]
+    # the Triton process is found among the compute apps; the CPU instance group is the failure
+    assert gpu["triton_pids_on_gpu"] == [server.pid]
+    assert gpu["instance_kinds"] == ["KIND_CPU"]
+    assert "instance_group kinds are ['KIND_CPU'], not KIND_GPU" in result["msg"]
+    assert "no Triton process holds a GPU context" not in result["msg"]
+
+
+def test_require_gpu_fails_when_triton_is_not_on_a_gpu(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", write_nvidia_smi_double(tmp_path, [os.getpid()]) + os.pathsep + os.environ["PATH"])
+    result = verify(server, [{"name": "add_sub"}], require_gpu=True, model_repository=server.repository)
+    assert "no Triton process holds a GPU context (nvidia-smi compute apps: [%d])" % os.getpid() in result["msg"]
+
+
+def test_require_gpu_without_nvidia_smi(server, monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    result = verify(server, [{"name": "add_sub"}], require_gpu=True)
+    assert result["failed"] is True
+    assert "nvidia-smi is not on this host's PATH" in result["msg"]
+
+
+def test_server_down_fails_with_an_action():
+    result = run_module("triton_verify", {"url": "http://127.0.0.1:%d" % free_port(), "ready_timeout": 1,
+                                          "models": [{"name": "add_sub"}]})
+    assert result["failed"] is True
+    assert "is not live after 1s" in result["msg"] and "systemctl status tritonserver" in result["msg"]
