@@ -167,8 +167,8 @@ def build_classifier(out_repo, reports):
     reports["alert_classifier"] = {
         "summary": "Classifies an ops alert text into one of: %s. Word (1-2 gram) and character (3-5 gram) TF-IDF "
                    "features into a multinomial logistic regression; answers `unknown` below MIN_CONFIDENCE." % ", ".join(alerts.CLASSES),
-        "artifacts": "`classifier.skops` (skops zip, deflated). Loading does not run code: `classify.py` passes skops an "
-                     "explicit list of trusted types and refuses any artifact containing others",
+        "artifacts": "`classifier.skops` (skops zip, deflated). Loading does not run code: `classify.py` accepts only the "
+                     "types skops trusts by default (scikit-learn, numpy, scipy) and refuses an artifact naming any other",
         "reproducibility": "fixed seeds; same predictions and metrics on rebuild (the skops zip's member names and "
                            "timestamps differ between builds, so its bytes do not)",
         "data": "Generated corpus (model_repository/_build/alerts.py) in Prometheus/Alertmanager, Zabbix, Nagios and "

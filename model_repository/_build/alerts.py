@@ -3,8 +3,8 @@
 Texts imitate what Prometheus Alertmanager, Zabbix, Nagios/Icinga and Kubernetes events send:
 alert names, hostnames, pods, mount points, numbers and units.  Templates are filled from a
 seeded RNG; the held-out set uses a different seed, so hosts, numbers and template mixes differ.
-The fitted pipeline is stored with skops (no code runs on load; loading trusts only the types
-listed in TRUSTED_TYPES, which the served model.py repeats).
+The fitted pipeline is stored with skops (no code runs on load; the served classify.py refuses
+any type skops does not trust by default).
 """
 
 import numpy as np

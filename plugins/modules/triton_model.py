@@ -22,8 +22,9 @@ description:
     a load that switches versions returns only after the new versions are C(READY); until then the old
     versions keep answering, including requests addressed to the old version explicitly. Requests without
     a version never failed during a switch (about 900 requests per switch, two concurrent clients).
-    Requests addressed to the old version fail with HTTP 503 from the moment the load returns, while the
-    old version is C(UNLOADING). See docs/triton-hot-update.md."
+    Requests addressed to the old version fail with HTTP 503 from the moment the new version is ready,
+    while the old version is C(UNLOADING). One or two requests arriving at the instant of the load call
+    may wait until the load finishes. See docs/triton-hot-update.md."
   - When a load fails (the new version's files or configuration are broken) Triton keeps serving the
     versions that were C(READY) before; the module fails with Triton's own error text and lists them.
   - Triton answers a configuration it cannot parse with only C(failed to poll from model repository);
@@ -86,7 +87,6 @@ EXAMPLES = r"""
     name: metric_anomaly
     versions: [3]
     api_key: "{{ triton_server_api_key }}"
-  no_log: false
 
 - name: Pick up a newly synced version under the model's own version policy
   aiops.triton.triton_model:

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 import boto3
 import pytest
@@ -69,7 +70,7 @@ def run_module(tmp_path, args, check=False, diff=False):
     args = dict(args, _ansible_check_mode=check, _ansible_diff=diff)
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, ".collection"))
     proc = subprocess.run([sys.executable, MODULE, module_args_file(tmp_path, args)],
-                          capture_output=True, text=True, env=env, timeout=120)
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
     assert proc.stdout, proc.stderr
     return json.loads(proc.stdout)
 
@@ -296,7 +297,7 @@ def tiny_fs(tmp_path):
     """A real 4 MiB filesystem, to run out of space on (needs root to mount tmpfs)."""
     mount = tmp_path / "tiny"
     mount.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True, text=True)
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         pytest.skip("cannot mount a tmpfs here: %s" % proc.stderr.strip())
     yield mount
@@ -369,3 +370,34 @@ def test_boto_default_checksums_also_work_when_chosen(moto, s3, repo, tmp_path):
     result = run_module(tmp_path, base_args(moto, repo, "crc", versions=[1], checksum_mode="when_supported"))
     assert result["versions_added"] == [1]
     assert_version(repo / "crc", 1, files, digest)
+
+
+def test_real_triton_serves_synced_versions_and_ignores_work_dirs(moto, s3, repo, tmp_path):
+    from triton_fixtures import ADD_SUB_CONFIG, ADD_SUB_INPUTS, ADD_SUB_MODEL, TritonServer
+
+    model_py = ADD_SUB_MODEL.format(delay=0.0, error=None).encode()
+    for version in (1, 2):
+        publish_version(s3, BUCKET, PREFIX, "add_sub", version, {"model.py": model_py})
+    (repo / "add_sub").mkdir()
+    (repo / "add_sub" / "config.pbtxt").write_text(ADD_SUB_CONFIG)
+    assert run_module(tmp_path, base_args(moto, repo, "add_sub", versions=[1]))["versions_added"] == [1]
+    # What a SIGKILLed sync leaves behind: Triton (exit-on-error) must still start.
+    stale = repo / "add_sub" / (s3_sync.STAGING_PREFIX + "2-killed")
+    stale.mkdir()
+    (stale / "model.py").write_bytes(model_py[:40])
+
+    def infer_version(server):
+        body = json.dumps({"inputs": [dict(v, name=k) for k, v in ADD_SUB_INPUTS.items()]}).encode()
+        request = urllib.request.Request(server.http_url + "/v2/models/add_sub/infer", data=body, method="POST")
+        with urllib.request.urlopen(request, timeout=30) as resp:
+            outputs = json.loads(resp.read())["outputs"]
+        return [o["data"] for o in outputs if o["name"] == "VERSION"][0][0]
+
+    with TritonServer(str(repo)) as server:
+        assert infer_version(server) == 1
+        up = run_module(tmp_path, base_args(moto, repo, "add_sub", versions=[2], keep_versions=1))
+        assert up["versions_added"] == [2] and up["versions_kept"] == [1]
+        load = urllib.request.Request(server.http_url + "/v2/repository/models/add_sub/load", data=b"{}", method="POST")
+        urllib.request.urlopen(load, timeout=60).close()
+        assert infer_version(server) == 2
+        assert server.status("/v2/models/add_sub/versions/2/ready") == 200

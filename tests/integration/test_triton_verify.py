@@ -171,3 +171,16 @@ def test_server_down_fails_with_an_action():
                                           "models": [{"name": "add_sub"}]})
     assert result["failed"] is True
     assert "is not live after 1s" in result["msg"] and "systemctl status tritonserver" in result["msg"]
+
+
+def test_ops_model_set_passes_its_golden_cases(ops_triton):
+    """The real model set (conftest's shared server) answers every golden case it ships, both protocols."""
+    names = sorted(n for n in os.listdir(ops_triton.repository) if os.path.isfile(os.path.join(ops_triton.repository, n, "config.pbtxt")))
+    assert len(names) >= 3, names
+    result = verify(ops_triton, [{"name": n, "latency_budget": {"requests": 5, "p99_ms": 5000}} for n in names],
+                    model_repository=ops_triton.repository, grpc_url=ops_triton.grpc_url)
+    assert result.get("failed") is not True, result.get("msg")
+    for model in result["models"]:
+        cases = [c for v in model["versions"] for c in v["cases"]]
+        assert cases and all(c["passed"] for c in cases), model
+        assert {c["protocol"] for c in cases} == {"http", "grpc"}

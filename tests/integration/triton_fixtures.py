@@ -85,7 +85,7 @@ class TritonServer(object):
     ``api_key_header``.
     """
 
-    def __init__(self, repository, extra_args=(), api_key=None, backend_src=DEFAULT_BACKEND_SRC,
+    def __init__(self, repository, *, extra_args=(), api_key=None, backend_src=DEFAULT_BACKEND_SRC,
                  api_key_header=API_KEY_HEADER, ready_timeout=120):
         self.repository = os.path.abspath(repository)
         self.extra_args = list(extra_args)
