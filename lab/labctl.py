@@ -203,11 +203,12 @@ def start_service(name, cmd, port):
 
 
 def credentials():
-    """Lab S3 credentials, generated once and kept 0600 in lab/.state (moto accepts any key)."""
+    """Lab secrets (S3 keys, Triton API key), generated once and kept 0600 in lab/.state."""
     path = os.path.join(STATE, "s3-credentials.json")
     if not os.path.exists(path):
         os.makedirs(STATE, exist_ok=True)
-        creds = {"AWS_ACCESS_KEY_ID": "lab" + secrets.token_hex(6), "AWS_SECRET_ACCESS_KEY": secrets.token_hex(20)}
+        creds = {"AWS_ACCESS_KEY_ID": "lab" + secrets.token_hex(6), "AWS_SECRET_ACCESS_KEY": secrets.token_hex(20),
+                 "AIOPS_LAB_TRITON_API_KEY": secrets.token_hex(16)}
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as fh:
             json.dump(creds, fh)
@@ -381,6 +382,7 @@ def main(argv=None):
             for key, value in credentials().items():
                 print("export %s=%s" % (key, value))
             print("export AIOPS_LAB_S3_ENDPOINT=%s" % s3_endpoint())
+            print("export AIOPS_LAB_WHEELHOUSE=http://%s:%d/" % (GATEWAY, WHEELHOUSE_PORT))
     except LabError as exc:
         print("labctl: error: %s" % exc, file=sys.stderr)
         return 2
