@@ -383,6 +383,7 @@ def main(argv=None):
                 print("export %s=%s" % (key, value))
             print("export AIOPS_LAB_S3_ENDPOINT=%s" % s3_endpoint())
             print("export AIOPS_LAB_WHEELHOUSE=http://%s:%d/" % (GATEWAY, WHEELHOUSE_PORT))
+            print("export AIOPS_LAB_MODEL_DIR=%s" % os.path.join(ROOT, "model_repository"))
     except LabError as exc:
         print("labctl: error: %s" % exc, file=sys.stderr)
         return 2

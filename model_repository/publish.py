@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: (c) 2026, aiops.triton contributors
 # Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
 """Publish built model versions to S3: ``python model_repository/publish.py --bucket B ...``.
@@ -161,7 +160,7 @@ def explain(exc, bucket, endpoint):
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--bucket", required=True)
     parser.add_argument("--prefix", default="models", help="key prefix (default: models)")
     parser.add_argument("--endpoint-url", help="S3 endpoint, e.g. http://minio:9000 (default: AWS)")
@@ -200,7 +199,7 @@ def main(argv=None):
         summary["failed"]["*"] = str(exc)
         sys.stderr.write("error: %s\n" % exc)
     except Exception as exc:  # boto errors: one clear sentence, never the credentials
-        if exc.__class__.__module__.split(".")[0] not in ("botocore", "boto3"):
+        if exc.__class__.__module__.split(".", maxsplit=1)[0] not in ("botocore", "boto3"):
             raise
         if getattr(exc, "response", {}).get("Error", {}).get("Code") in ("404", "NoSuchBucket"):
             exc.response["Error"]["Code"] = "NoSuchBucket"

@@ -34,6 +34,16 @@ SEED_ALERTS = [  # the examples from the seed article, plus one per remaining cl
     ("Watchdog alert is firing to ensure the pipeline works", "unknown"),
 ]
 
+ANOMALY_NOTES = [
+    "Per-metric truth is the injected label; window truth is 'any metric anomalous', predicted as anomaly_score > 0.5.",
+    "v1 misses level shifts and drifts: they inflate the window std it measures against.",
+    "Anomalies starting inside the first 25 steps are outside what v2 was trained for.",
+]
+CLASSIFIER_NOTES = [
+    "Generated wording is narrower than real alert streams; retrain on your own labelled alerts before trusting it.",
+    "A request whose text is empty or not UTF-8 gets an error response; the other requests in the batch are answered.",
+]
+
 
 def _copy_sources(model, version, dest):
     src = os.path.join(SOURCES, model, str(version))
@@ -55,8 +65,13 @@ def _load_module(model, version, name):
 
 
 # -- anomaly_detector --------------------------------------------------------------------
+def _anomaly_row(version, m):
+    cells = [m[level][k] for level in ("per_metric", "per_window") for k in ("precision", "recall", "f1")]
+    return [version] + cells + [m["recall_by_kind"][k] for k in telemetry.ANOMALY_KINDS]
+
+
 def build_anomaly(out_repo, reports):
-    x_train, y_train, _ = telemetry.generate(SEEDS["telemetry_train"], 3000)
+    x_train, y_train, _kinds = telemetry.generate(SEEDS["telemetry_train"], 3000)
     x_test, y_test, k_test = telemetry.generate(SEEDS["telemetry_test"], 2000)
     versions = {1: (anomaly.fit_v1, anomaly.v1_numpy, anomaly.v1_onnx), 2: (anomaly.fit_v2, anomaly.v2_numpy, anomaly.v2_onnx)}
     import onnxruntime as ort
@@ -117,16 +132,12 @@ def build_anomaly(out_repo, reports):
         "data": "Seeded synthetic telemetry (model_repository/_build/telemetry.py): 20 metrics (%s) driven by one "
                 "traffic factor with time-of-day, periodic jobs and noise, on hosts of different size. About half the "
                 "windows carry 1-3 anomalous metrics (spike, level shift or drift after step 25). Train: 3000 windows "
-                "(seed %d); held-out: 2000 windows (seed %d)." % (", ".join(telemetry.NAMES), SEEDS["telemetry_train"],
-                                                                 SEEDS["telemetry_test"]),
+                "(seed %d); held-out: 2000 windows (seed %d)."
+                % (", ".join(telemetry.NAMES), SEEDS["telemetry_train"], SEEDS["telemetry_test"]),
         "metrics_header": ["version", "metric P", "metric R", "metric F1", "window P", "window R", "window F1",
                            "recall spike", "recall shift", "recall drift"],
-        "metrics_rows": [[v] + [m[lv][k] for lv in ("per_metric", "per_window") for k in ("precision", "recall", "f1")]
-                         + [m["recall_by_kind"][k] for k in telemetry.ANOMALY_KINDS]
-                         for v, m in sorted(metrics.items())],
-        "notes": ["Per-metric truth is the injected label; window truth is 'any metric anomalous', predicted as anomaly_score > 0.5.",
-                  "v1 misses level shifts and drifts: they inflate the window std it measures against.",
-                  "Anomalies starting inside the first 25 steps are outside what v2 was trained for."],
+        "metrics_rows": [_anomaly_row(v, m) for v, m in sorted(metrics.items())],
+        "notes": ANOMALY_NOTES,
         "metrics": metrics,
     }
 
@@ -159,7 +170,7 @@ def build_classifier(out_repo, reports):
             raise SystemExit("alert_classifier: %r -> %s, expected %s" % (text, got[0], want))
         cases.append(golden.case(text, {"alert_text": np.array([[text.encode()]], dtype=object)},
                                  {"class_label": golden.exact(got.reshape(1, 1)), "confidence": golden.close(conf.reshape(1, 1), atol=0.02)}))
-    batch = [t for t, _ in SEED_ALERTS[:3]]
+    batch = [text for text, _label in SEED_ALERTS[:3]]
     got, conf = classify.classify(served, batch, min_conf)
     cases.append(golden.case("seed article alerts in one request", {"alert_text": np.array([[t.encode()] for t in batch], dtype=object)},
                              {"class_label": golden.exact(got.reshape(-1, 1)), "confidence": golden.close(conf.reshape(-1, 1), atol=0.02)}))
@@ -178,8 +189,7 @@ def build_classifier(out_repo, reports):
         "metrics_header": ["set", "accuracy", "macro F1"] + ["F1 %s" % c for c in alerts.CLASSES],
         "metrics_rows": [[k, m["accuracy"], m["macro_f1"]] + [m["per_class_f1"][c] for c in alerts.CLASSES]
                          for k, m in sorted(metrics.items())],
-        "notes": ["Generated wording is narrower than real alert streams; retrain on your own labelled alerts before trusting it.",
-                  "A request whose text is empty or not UTF-8 gets an error response; the other requests in the batch are answered."],
+        "notes": CLASSIFIER_NOTES,
         "metrics": metrics,
     }
 

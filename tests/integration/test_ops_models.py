@@ -11,7 +11,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from triton_fixtures import CHECKOUT
+from triton_fixtures import CHECKOUT, run_module
 
 pytestmark = pytest.mark.integration
 
@@ -30,7 +30,7 @@ def _telemetry(count, seed):
     import sys
     sys.path.insert(0, CHECKOUT)
     from model_repository._build import telemetry
-    windows, labels, _ = telemetry.generate(seed, count)
+    windows, labels, _kinds = telemetry.generate(seed, count)
     return windows, labels
 
 
@@ -64,7 +64,7 @@ def test_every_model_version_is_ready(ops_triton):
 
 @pytest.mark.parametrize("version", [1, 2])
 def test_anomaly_detector_answers_a_batch_like_the_onnx_file(ops_triton, built_repository, version):
-    windows, _labels = _telemetry(8, seed=4242)
+    windows = _telemetry(8, seed=4242)[0]
     client = httpclient.InferenceServerClient(_http(ops_triton))
     tensor = httpclient.InferInput("metrics_input", list(windows.shape), "FP32")
     tensor.set_data_from_numpy(windows)
@@ -152,18 +152,21 @@ def test_bad_classifier_input_fails_only_its_own_request(ops_triton):
     """Requests queued together share one execute(); the bad ones get errors, the good ones answers."""
     client = grpcclient.InferenceServerClient(ops_triton.grpc_url)
     bodies = [b"Disk space on /dev/sda1 is 95% full", b"\xff\xfe not utf-8", b"   ", b"Pod memory usage exceeds 90% threshold"]
-    executions_before, _ = _classifier_stats(client)
+    executions_before = _classifier_stats(client)[0]
     done = queue.Queue()
     for index, body in enumerate(bodies):
         tensor = grpcclient.InferInput("alert_text", [1, 1], "BYTES")
         tensor.set_data_from_numpy(np.array([[body]], dtype=object))
         client.async_infer("alert_classifier", [tensor], callback=lambda result, error, i=index: done.put((i, result, error)))
-    answers = dict((i, (result, error)) for i, result, error in (done.get(timeout=30) for _ in bodies))
+    answers = {}
+    for _request in bodies:
+        index, result, error = done.get(timeout=30)
+        answers[index] = (result, error)
     assert answers[0][1] is None and answers[0][0].as_numpy("class_label")[0, 0] == b"disk"
     assert answers[3][1] is None and answers[3][0].as_numpy("class_label")[0, 0] == b"memory"
     assert isinstance(answers[1][1], InferenceServerException) and "UTF-8" in answers[1][1].message()
     assert isinstance(answers[2][1], InferenceServerException) and "empty" in answers[2][1].message()
-    executions_after, _ = _classifier_stats(client)
+    executions_after = _classifier_stats(client)[0]
     # dynamic batching put the four requests into fewer executions than requests
     assert executions_after - executions_before < len(bodies)
 
@@ -200,3 +203,14 @@ def test_forecaster_rejects_mismatched_history(ops_triton):
         inputs.append(tensor)
     with pytest.raises(InferenceServerException, match="same length"):
         client.infer("metric_forecaster", inputs)
+
+
+def test_triton_verify_module_passes_the_shipped_golden_cases(ops_triton, built_repository):
+    """The collection's verify module reads these golden_cases.json files as hosts will."""
+    result = run_module("triton_verify", {
+        "url": ops_triton.http_url, "grpc_url": ops_triton.grpc_url, "model_repository": built_repository,
+        "ready_timeout": 30, "models": [{"name": name} for name in sorted({m for m, _v in VERSIONS})]})
+    assert result.get("failed") is not True, result.get("msg")
+    ran = {(m["name"], v["version"], c["protocol"]) for m in result["models"] for v in m["versions"] for c in v["cases"] if c["passed"]}
+    assert {(m, v, p) for m, v in VERSIONS for p in ("http", "grpc")} <= ran
+    assert all(m["passed"] for m in result["models"])

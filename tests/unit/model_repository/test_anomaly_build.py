@@ -8,20 +8,21 @@ from model_repository._build import anomaly, telemetry
 
 def test_generator_is_seeded_and_labels_what_it_injects():
     x1, y1, k1 = telemetry.generate(5, 50)
-    x2, y2, _ = telemetry.generate(5, 50)
+    x2, y2, _kinds = telemetry.generate(5, 50)
     np.testing.assert_array_equal(x1, x2)
     np.testing.assert_array_equal(y1, y2)
     assert x1.shape == (50, 60, 20) and x1.dtype == np.float32
     for row, injected in zip(y1, k1):
-        assert sorted(np.flatnonzero(row)) == sorted(m for _kind, m in injected)
+        assert sorted(np.flatnonzero(row)) == sorted(metric for _kind, metric in injected)
 
 
 def test_onnx_matches_numpy_and_v2_is_better():
-    x_train, y_train, _ = telemetry.generate(1, 600)
-    x_test, y_test, _ = telemetry.generate(2, 300)
+    x_train, y_train = telemetry.generate(1, 600)[:2]
+    x_test, y_test = telemetry.generate(2, 300)[:2]
     f1 = {}
-    for name, fit, run, to_onnx in (("v1", anomaly.fit_v1, anomaly.v1_numpy, anomaly.v1_onnx),
-                                     ("v2", anomaly.fit_v2, anomaly.v2_numpy, anomaly.v2_onnx)):
+    versions = (("v1", anomaly.fit_v1, anomaly.v1_numpy, anomaly.v1_onnx),
+                ("v2", anomaly.fit_v2, anomaly.v2_numpy, anomaly.v2_onnx))
+    for name, fit, run, to_onnx in versions:
         params = fit(x_train, y_train)
         model = to_onnx(params)
         assert model.opset_import[0].version == anomaly.OPSET and model.ir_version == anomaly.IR_VERSION
