@@ -65,10 +65,13 @@ def local_versions(repository, models=None, versions=None):
             continue
         with open(spec_path, encoding="utf-8") as handle:
             spec = yaml.safe_load(handle)
-        for version in spec["versions"]:
-            if versions and int(version) not in versions:
+        # What is built is what gets published: numbered dirs, not only the spec's list, so a
+        # hotfix version can be published from a copied build.
+        built = sorted(int(name) for name in os.listdir(os.path.join(repository, model)) if name.isdigit())
+        for version in built:
+            if versions and version not in versions:
                 continue
-            yield model, int(version), os.path.join(repository, model, str(version)), spec["config"]
+            yield model, version, os.path.join(repository, model, str(version)), spec["config"]
 
 
 class Progress(object):

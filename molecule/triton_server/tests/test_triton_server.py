@@ -1,0 +1,122 @@
+"""Triton on a lab host after converge + side effect (hot update, bad inputs)."""
+
+import json
+import time
+
+import pytest
+
+UNIT = "tritonserver.service"
+
+
+def unit_prop(host, name):
+    return host.check_output("systemctl show -p %s --value %s" % (name, UNIT))
+
+
+def infer_alert(host, text):
+    body = json.dumps({"inputs": [{"name": "alert_text", "datatype": "BYTES", "shape": [1, 1], "data": [text]}]})
+    out = host.check_output("curl -sf -X POST -H 'Content-Type: application/json' -d %s "
+                            "http://127.0.0.1:8000/v2/models/alert_classifier/infer" % json.dumps(body).replace("'", ""))
+    return {o["name"]: o["data"] for o in json.loads(out)["outputs"]}
+
+
+def wait_ready(host, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if host.run("curl -sf -o /dev/null http://127.0.0.1:8000/v2/health/ready").rc == 0:
+            return True
+        time.sleep(2)
+    return False
+
+
+def test_service_enabled_and_active(host):
+    svc = host.service("tritonserver")
+    assert svc.is_enabled
+    assert svc.is_running
+
+
+def test_runs_as_non_root_user(host):
+    assert unit_prop(host, "User") == "triton"
+    pid = unit_prop(host, "MainPID")
+    uid = host.check_output("stat -c %%u /proc/%s" % pid)
+    assert uid != "0"
+    assert host.user("triton").shell == "/usr/sbin/nologin"
+
+
+@pytest.mark.parametrize("port", [8000, 8001, 8002])
+def test_ports_listening(host, port):
+    assert host.socket("tcp://0.0.0.0:%d" % port).is_listening
+
+
+def test_unit_hardening(host):
+    for prop, want in [("NoNewPrivileges", "yes"), ("ProtectSystem", "strict"), ("ProtectHome", "yes"),
+                       ("PrivateTmp", "yes"), ("PrivateDevices", "yes"), ("Restart", "on-failure")]:
+        assert unit_prop(host, prop) == want, prop
+    assert float(unit_prop(host, "TimeoutStopUSec").rstrip("s") or 0) > 30 or "min" in unit_prop(host, "TimeoutStopUSec")
+
+
+def test_security_exposure_is_ok(host):
+    out = host.check_output("systemd-analyze security %s 2>&1 | tail -1" % UNIT)
+    score = float(out.split("level for %s:" % UNIT)[1].split()[0])
+    assert score <= 2.5, out
+
+
+def test_flags_guard_the_repository_api(host):
+    cmdline = host.check_output("tr '\\0' ' ' < /proc/%s/cmdline" % unit_prop(host, "MainPID"))
+    for flag in ("--model-control-mode=explicit", "--load-model=*", "--strict-readiness=true",
+                 "--exit-on-error=true", "--http-restricted-api=model-repository:triton-admin-key=",
+                 "--grpc-restricted-protocol=model-repository:triton-admin-key="):
+        assert flag in cmdline, flag
+    env = host.file("/etc/tritonserver/tritonserver.env")
+    assert env.user == "root" and env.mode == 0o600
+
+
+def test_repository_readable_not_writable_by_service_user(host):
+    repo = host.file("/var/lib/triton/models")
+    assert repo.user == "root" and repo.group == "root" and repo.mode == 0o755
+    assert host.run("runuser -u triton -- test -r /var/lib/triton/models/alert_classifier/config.pbtxt").rc == 0
+    assert host.run("runuser -u triton -- touch /var/lib/triton/models/x").rc != 0
+
+
+def test_real_inference_seed_alert(host):
+    out = infer_alert(host, "Pod memory usage exceeds 90% threshold")
+    assert out["class_label"] == ["memory"]
+    assert 0.5 < out["confidence"][0] <= 1.0
+
+
+def test_metrics_count_inferences(host):
+    infer_alert(host, "Disk space on /dev/sda1 is 95% full")
+    metrics = host.check_output("curl -sf http://127.0.0.1:8002/metrics")
+    lines = [l for l in metrics.splitlines() if l.startswith("nv_inference_count{") and 'model="alert_classifier"' in l]
+    assert lines and float(lines[0].split()[-1]) >= 1
+
+
+def test_hot_update_no_restart_no_failed_request(host):
+    update = json.loads(host.file("/root/side_effect/update.json").content_string)
+    client = json.loads(host.file("/root/side_effect/hammer.json").content_string)
+    assert int(unit_prop(host, "MainPID")) == update["pid_before"], "Triton restarted during the update"
+    assert 3 in update["load"]["after"], update["load"]
+    assert client["ok"] > 10 and client["failed"] == 0, client
+
+
+def test_wrong_api_key_is_a_clear_error(host):
+    bad = json.loads(host.file("/root/side_effect/bad_input.json").content_string)["wrong_key"]
+    assert bad["failed"]
+    assert "key" in bad["msg"].lower(), bad["msg"]
+
+
+def test_rejected_config_keeps_previous_version_serving(host):
+    bad = json.loads(host.file("/root/side_effect/bad_input.json").content_string)["rejected"]
+    assert bad["failed"]
+    assert "gpu" in bad["msg"].lower(), bad["msg"]
+    assert infer_alert(host, "CPU load average above 16 on db-01")["class_label"] == ["cpu"]
+
+
+def test_kill9_brings_triton_back_ready(host):
+    pid = unit_prop(host, "MainPID")
+    host.run("kill -9 %s" % pid)
+    deadline = time.time() + 60
+    while time.time() < deadline and unit_prop(host, "MainPID") in (pid, "0"):
+        time.sleep(1)
+    assert unit_prop(host, "MainPID") not in (pid, "0")
+    assert wait_ready(host), host.run("journalctl -u tritonserver --no-pager -n 30").stdout
+    assert infer_alert(host, "Pod memory usage exceeds 90% threshold")["class_label"] == ["memory"]
