@@ -19,3 +19,12 @@ if not os.path.exists(LINK):
         pass
 if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Everything under tests/integration/ starts real services: mark it so stages can select it."""
+    import pytest
+
+    for item in items:
+        if "%stests%sintegration%s" % (os.sep, os.sep, os.sep) in str(item.fspath):
+            item.add_marker(pytest.mark.integration)

@@ -64,8 +64,10 @@ def test_nouveau_blacklisted(state):
     assert "blacklist nouveau" in lines and "options nouveau modeset=0" in lines
 
 
-def test_persistence_daemon_enabled_not_started_without_driver(state):
-    assert state["persistenced"].splitlines() == ["enabled", "inactive"]
+def test_persistence_daemon_enabled_not_running_without_driver(state):
+    enabled, active = state["persistenced"].splitlines()
+    assert enabled == "enabled"
+    assert active in ("inactive", "failed")  # dpkg's postinst may have tried to start it; no module to talk to
 
 
 def test_dkms_reported_for_running_kernel_without_headers(state):
