@@ -88,6 +88,7 @@ test: setup lab-services publish-models
 	$(STAGE) sanity        tools/sanity.sh
 	$(STAGE) integration   env AIOPS_MODEL_BUILD=$(ROOT)/build pytest -q -p no:cacheprovider -m integration tests
 	$(STAGE) molecule      $(MAKE) --no-print-directory molecule
+	$(STAGE) lab-smoke     tools/lab_smoke.sh
 	echo "ALL STAGES PASSED"
 
 unit:
