@@ -33,7 +33,7 @@ def state(host):
     out = host.check_output("sh -c %s" % shlex.quote(script))
     sections = {}
     for chunk in out.split("@@")[1:]:
-        name, _, body = chunk.partition("\n")
+        name, _sep, body = chunk.partition("\n")
         sections[name] = body.strip("\n")
     return sections
 
