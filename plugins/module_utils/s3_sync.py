@@ -50,6 +50,7 @@ except ImportError:
     class ClientError(Exception):
         pass
 
+from ansible_collections.aiops.triton.plugins.module_utils.fs import fsync_dir
 from ansible_collections.aiops.triton.plugins.module_utils.manifest import (
     MANIFEST_NAME,
     ManifestError,
@@ -446,17 +447,9 @@ def _disk_error(exc, path):
 
 # ---------------------------------------------------------------- repository changes
 
-def _fsync_dir(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _fsync_tree(root):
     for dirpath, _dirs, _files in os.walk(root, topdown=False):
-        _fsync_dir(dirpath)
+        fsync_dir(dirpath)
 
 
 def _aside(model_dir, version):
@@ -524,7 +517,7 @@ class ModelDir(object):
             live = os.path.join(self.path, str(remote.version))
             old = _aside(self.path, remote.version) if os.path.lexists(live) else None
             os.rename(staging, live)
-            _fsync_dir(self.path)
+            fsync_dir(self.path)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
@@ -533,7 +526,7 @@ class ModelDir(object):
 
     def remove(self, version):
         old = _aside(self.path, version)
-        _fsync_dir(self.path)
+        fsync_dir(self.path)
         shutil.rmtree(old, ignore_errors=True)
 
 

@@ -21,6 +21,13 @@ from ansible.module_utils.six.moves.urllib.request import Request, build_opener,
 
 DEFAULT_API_KEY_HEADER = "triton-admin-key"
 
+# Connection options every Triton module takes; documented by the aiops.triton.triton_api doc fragment.
+CONNECTION_ARGSPEC = dict(
+    url=dict(type="str", default="http://127.0.0.1:8000"),
+    api_key=dict(type="str", no_log=True),
+    api_key_header=dict(type="str", default=DEFAULT_API_KEY_HEADER, no_log=False),
+)
+
 
 class TritonApiError(Exception):
     """Triton answered with an error, or could not be reached.

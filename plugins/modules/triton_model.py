@@ -30,13 +30,11 @@ description:
   - Triton answers a configuration it cannot parse with only C(failed to poll from model repository);
     the parse error itself is in Triton's log (C(journalctl -u tritonserver)).
 version_added: "1.0.0"
+extends_documentation_fragment:
+  - aiops.triton.triton_api
 author:
   - aiops.triton contributors (@aiops)
 options:
-  url:
-    description: Base URL of Triton's HTTP endpoint.
-    type: str
-    default: http://127.0.0.1:8000
   name:
     description: Model name, as in the model repository.
     type: str
@@ -65,13 +63,6 @@ options:
         directories or changed files. A reload always reports C(changed).
     type: bool
     default: false
-  api_key:
-    description: Key for the restricted model-repository API (C(--http-restricted-api)).
-    type: str
-  api_key_header:
-    description: Header that carries O(api_key).
-    type: str
-    default: triton-admin-key
   timeout:
     description: Seconds to wait for a load or unload to finish.
     type: int
@@ -137,7 +128,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aiops.triton.plugins.module_utils.triton_api import (
-    DEFAULT_API_KEY_HEADER, TritonApiError, TritonClient)
+    CONNECTION_ARGSPEC, TritonApiError, TritonClient)
 
 _POLL = 0.25
 
@@ -253,14 +244,12 @@ def ensure(client, params, check_mode):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            url=dict(type="str", default="http://127.0.0.1:8000"),
+            CONNECTION_ARGSPEC,
             name=dict(type="str", required=True),
             state=dict(type="str", choices=["loaded", "unloaded"], default="loaded"),
             versions=dict(type="list", elements="int"),
             config=dict(type="dict"),
             reload=dict(type="bool", default=False),
-            api_key=dict(type="str", no_log=True),
-            api_key_header=dict(type="str", default=DEFAULT_API_KEY_HEADER, no_log=False),
             timeout=dict(type="int", default=300),
         ),
         supports_check_mode=True,

@@ -151,6 +151,7 @@ import traceback
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_bytes, to_native
 
+from ansible_collections.aiops.triton.plugins.module_utils.fs import fsync_dir
 from ansible_collections.aiops.triton.plugins.module_utils.model_config import (
     HAS_MODEL_CONFIG_PB2,
     IMPORT_ERROR,
@@ -195,11 +196,7 @@ def write_atomic(module, path, data, file_args):
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    fsync_dir(directory)
 
 
 def run(module):

@@ -24,13 +24,11 @@ description:
     BYTES / BOOL tensor, needs an exact match; C(equals: VALUE) compares with VALUE exactly instead of C(data).
     A cases file holds a list of cases or C({cases: [...]})."
 version_added: "1.0.0"
+extends_documentation_fragment:
+  - aiops.triton.triton_api
 author:
   - aiops.triton contributors (@aiops)
 options:
-  url:
-    description: Base URL of Triton's HTTP endpoint.
-    type: str
-    default: http://127.0.0.1:8000
   grpc_url:
     description:
       - Triton's gRPC endpoint as C(host:port). When set, golden cases also run over gRPC (needs C(tritonclient[grpc])).
@@ -99,13 +97,6 @@ options:
     description: Seconds for each HTTP or gRPC request.
     type: int
     default: 30
-  api_key:
-    description: Key for APIs the server restricts (only needed when inference or health are restricted too).
-    type: str
-  api_key_header:
-    description: Header that carries O(api_key).
-    type: str
-    default: triton-admin-key
 requirements:
   - tritonclient[grpc] and numpy on the managed host, only when O(grpc_url) is set.
 notes:
@@ -187,7 +178,7 @@ import traceback
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.aiops.triton.plugins.module_utils.triton_api import (
-    DEFAULT_API_KEY_HEADER, TritonApiError, TritonClient)
+    CONNECTION_ARGSPEC, TritonApiError, TritonClient)
 
 GRPC_IMPORT_ERROR = None
 try:
@@ -529,7 +520,7 @@ def verify(module, params):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            url=dict(type="str", default="http://127.0.0.1:8000"),
+            CONNECTION_ARGSPEC,
             grpc_url=dict(type="str"),
             models=dict(type="list", elements="dict", required=True, options=dict(
                 name=dict(type="str", required=True),
@@ -549,8 +540,6 @@ def main():
             default_rtol=dict(type="float", default=1.0e-5),
             ready_timeout=dict(type="int", default=60),
             timeout=dict(type="int", default=30),
-            api_key=dict(type="str", no_log=True),
-            api_key_header=dict(type="str", default=DEFAULT_API_KEY_HEADER, no_log=False),
         ),
         supports_check_mode=True,
     )
