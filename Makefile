@@ -30,7 +30,7 @@ system-packages:
 
 # The venv is rebuilt only when a requirements file changes.
 venv: $(VENV)/.installed
-$(VENV)/.installed: requirements/controller.txt roles/triton_server/files/requirements-native.txt requirements/models-build.txt
+$(VENV)/.installed: requirements/controller.txt requirements/models-build.txt roles/triton_server/files/requirements-native.txt roles/triton_server/files/requirements-python-models.txt
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check $(foreach f,$^,-r $(f))
 	python3 -m venv $(ROOT)/.venv-sanity
