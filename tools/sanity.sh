@@ -11,8 +11,8 @@ git ls-files -z --cached --others --exclude-standard | xargs -0 -I{} cp --parent
 # ansible-test bootstraps pip in each sanity venv with a script from an unreachable host.
 pipver=$("$root/.venv-sanity/bin/python" -c 'from ansible_test._internal.python_requirements import PIP_VERSION; print(PIP_VERSION)' 2>/dev/null || echo 24.2)
 mkdir -p ~/.ansible/test/cache
-cp "$root/tools/get_pip_offline.py" ~/.ansible/test/cache/get_pip_${pipver//./_}.py
+cp "$root/tools/get_pip_offline.py" ~/.ansible/test/cache/"get_pip_${pipver//./_}.py"
 cd "$dest"
 git init -q && git add -A >/dev/null 2>&1
 exec "$root/.venv-sanity/bin/ansible-test" sanity --color no --python "$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')" \
-  --requirements --exclude tests/doubles/ "$@"
+  --requirements "$@"
