@@ -63,8 +63,8 @@ wheelhouse: setup
 
 # Rebuilt only when model sources change (the classifier's skops bytes differ per build, and a
 # changed published version is refused).
-models: build/model_repository/.built
-build/model_repository/.built: $(shell find model_repository -type f -not -path '*/__pycache__/*') | setup
+models: build/.models-built
+build/.models-built: $(shell find model_repository -type f -not -path '*/__pycache__/*') | setup
 	$(PY) -m model_repository._build --out build
 	touch $@
 
