@@ -40,13 +40,15 @@ options:
     type: int
 notes:
   - Read-only; supports check mode.
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying the target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
+  platform:
+    platforms: posix
 """
 
 EXAMPLES = r"""

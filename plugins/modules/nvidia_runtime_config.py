@@ -57,13 +57,15 @@ options:
     default: false
 notes:
   - The containerd nvidia runtime follows the C(SystemdCgroup) setting of the C(runc) runtime when one is set.
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying the target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
+  platform:
+    platforms: posix
 """
 
 EXAMPLES = r"""

@@ -36,10 +36,19 @@ description:
     directory that Triton ignores and the next run removes before it starts (one run per model at a time,
     serialized by a lock file C(.aiops-sync.lock) in the model directory).
   - In check mode it resolves and plans (listing S3 and reading manifests) but downloads and changes nothing.
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 author:
   - aiops.triton contributors (@aiops)
 requirements:
   - boto3 (installed into the collection's venv on the host by the roles)
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  platform:
+    platforms: posix
 options:
   bucket:
     description: S3 bucket holding the published models.

@@ -31,9 +31,17 @@ description:
     the parse error itself is in Triton's log (C(journalctl -u tritonserver)).
 version_added: "1.0.0"
 extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
   - aiops.triton.triton_api
 author:
   - aiops.triton contributors (@aiops)
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  platform:
+    platforms: posix
 options:
   name:
     description: Model name, as in the model repository.

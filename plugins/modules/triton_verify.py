@@ -25,9 +25,17 @@ description:
     A cases file holds a list of cases or C({cases: [...]})."
 version_added: "1.0.0"
 extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
   - aiops.triton.triton_api
 author:
   - aiops.triton contributors (@aiops)
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
 options:
   grpc_url:
     description:

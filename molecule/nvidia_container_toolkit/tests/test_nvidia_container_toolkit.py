@@ -5,7 +5,6 @@ with one command per module and every test asserts on that snapshot.
 """
 
 import json
-import shlex
 import tomllib
 
 import pytest
@@ -28,14 +27,8 @@ COMMANDS = {
 
 
 @pytest.fixture(scope="module")
-def state(host):
-    script = "; ".join("echo '@@%s'; %s" % (name, command) for name, command in COMMANDS.items())
-    out = host.check_output("sh -c %s" % shlex.quote(script))
-    sections = {}
-    for chunk in out.split("@@")[1:]:
-        name, _sep, body = chunk.partition("\n")
-        sections[name] = body.strip("\n")
-    return sections
+def state(snapshot):
+    return snapshot(COMMANDS)
 
 
 def test_pinned_version_installed_although_newer_offered(state):
