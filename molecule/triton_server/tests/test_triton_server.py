@@ -120,4 +120,3 @@ def test_kill9_brings_triton_back_ready(host):
     assert unit_prop(host, "MainPID") not in (pid, "0")
     assert wait_ready(host), host.run("journalctl -u tritonserver --no-pager -n 30").stdout
     assert infer_alert(host, "Pod memory usage exceeds 90% threshold")["class_label"] == ["memory"]
-
