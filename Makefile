@@ -83,7 +83,7 @@ lab: lab-up publish-models site
 ## --- tests ----------------------------------------------------------------------------------------
 test: setup lab-services publish-models
 	$(STAGE) unit          pytest -q -p no:cacheprovider -m "not integration" tests
-	$(STAGE) model-cards   git diff --exit-code -- docs/models
+	$(STAGE) model-cards   $(PY) tools/check_model_cards.py
 	$(STAGE) lint          $(MAKE) --no-print-directory lint
 	$(STAGE) sanity        tools/sanity.sh
 	$(STAGE) integration   env AIOPS_MODEL_BUILD=$(ROOT)/build pytest -q -p no:cacheprovider -m integration tests

@@ -1,0 +1,141 @@
+"""playbooks/models.yml end to end on this machine: a real Triton, a real S3 (moto over HTTP) and
+the playbook run by ansible-playbook against localhost. A rollout whose new version Triton cannot
+load must fail, roll back by itself to the last verified versions, and keep serving.
+
+Runs as root (as CI does): the role writes the model repository owned by root.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.aiops.triton.plugins.module_utils.triton_api import TritonClient
+from s3_fixtures import publish_version
+from triton_fixtures import ADD_SUB_CONFIG, ADD_SUB_INPUTS, ADD_SUB_MODEL, CHECKOUT, COLLECTIONS_PATH, TritonServer, \
+    add_sub_golden_case
+
+pytestmark = pytest.mark.integration
+
+KEY = "rollout-test-key"
+BUCKET = "rollout-models"
+TENSOR = {"data_type": "TYPE_FP32", "dims": [4]}
+
+ADD_SUB = {
+    "name": "add_sub", "backend": "python", "max_batch_size": 0,
+    "input": [dict(TENSOR, name="INPUT0"), dict(TENSOR, name="INPUT1")],
+    "output": [dict(TENSOR, name="OUTPUT0"), dict(TENSOR, name="OUTPUT1"),
+               {"name": "VERSION", "data_type": "TYPE_INT32", "dims": [1]}],
+    "instance_group": [{"kind": "KIND_CPU", "count": 1}],
+    "version_policy": {"all": {}},  # every synced version serves: the rollback target is a set
+}
+# An ensemble over add_sub: rollback must restore it too (without a version_policy, which Triton
+# refuses on ensembles).
+PIPELINE = {
+    "name": "add_sub_pipeline", "platform": "ensemble", "max_batch_size": 0,
+    "input": [dict(TENSOR, name="A"), dict(TENSOR, name="B")],
+    "output": [dict(TENSOR, name="SUM")],
+    "ensemble_scheduling": {"step": [{
+        "model_name": "add_sub", "model_version": -1,
+        "input_map": {"INPUT0": "A", "INPUT1": "B"}, "output_map": {"OUTPUT0": "SUM"}}]},
+}
+PIPELINE_GOLDEN = {"cases": [{
+    "name": "pipeline-sum", "inputs": {"A": ADD_SUB_INPUTS["INPUT0"], "B": ADD_SUB_INPUTS["INPUT1"]},
+    "expected": {"SUM": {"data": [1.5, 2.5, 3.5, 4.5], "atol": 1e-6}}}]}
+
+
+def add_sub_files(version, init_error=None):
+    return {"model.py": ADD_SUB_MODEL.format(delay=0.0, error=init_error).encode(),
+            "golden_cases.json": json.dumps({"cases": [add_sub_golden_case(version)]}).encode()}
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, moto_server):
+    """A Triton with an empty repository and a bucket holding add_sub v1, v2 and the pipeline."""
+    assert ADD_SUB_CONFIG  # the fixture model this test describes as data above
+    assert os.geteuid() == 0, "this test deploys root-owned files as the role does on hosts: run it as root"
+    root = tmp_path_factory.mktemp("rollout")
+    repo = root / "models"
+    repo.mkdir()
+    s3 = moto_server.client()
+    s3.create_bucket(Bucket=BUCKET)
+    for version in (1, 2):
+        publish_version(s3, BUCKET, "models", "add_sub", version, add_sub_files(version))
+    publish_version(s3, BUCKET, "models", "add_sub_pipeline", 1,
+                    {"golden_cases.json": json.dumps(PIPELINE_GOLDEN).encode()})
+    with TritonServer(str(repo), api_key=KEY) as server:
+        yield {"root": root, "repo": repo, "s3": s3, "server": server, "moto": moto_server}
+
+
+def run_rollout(lab, add_sub_versions):
+    server = lab["server"]
+    inventory = lab["root"] / "hosts.ini"
+    inventory.write_text("[triton_servers]\nlocalhost ansible_connection=local ansible_python_interpreter=%s\n"
+                         % sys.executable)
+    extra = {
+        "aiops_models_serial": 1,
+        "triton_models_list": [
+            {"name": "add_sub", "config": ADD_SUB, "versions": add_sub_versions},
+            {"name": "add_sub_pipeline", "config": PIPELINE, "versions": [1]},
+        ],
+        "triton_models_s3_bucket": BUCKET,
+        "triton_models_s3_endpoint_url": lab["moto"].endpoint,
+        "triton_models_s3_access_key": "testing",
+        "triton_models_s3_secret_key": "testing",
+        "triton_models_repository": str(lab["repo"]),
+        "triton_models_state_dir": str(lab["root"] / "state"),
+        "triton_models_url": server.http_url,
+        "triton_models_grpc_url": server.grpc_url,
+        "triton_models_api_key": KEY,
+        "triton_models_python": sys.executable,
+    }
+    extra_file = lab["root"] / "rollout.json"
+    extra_file.write_text(json.dumps(extra))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS_PATH, ANSIBLE_NOCOLOR="1",
+               ANSIBLE_FORCE_COLOR="0", ANSIBLE_HOST_KEY_CHECKING="0")
+    proc = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(inventory),
+         os.path.join(CHECKOUT, "playbooks", "models.yml"), "-e", "@%s" % extra_file],
+        cwd=CHECKOUT, capture_output=True, text=True, env=env, timeout=900, check=False)
+    return proc
+
+
+def record(lab, model):
+    return json.loads((lab["root"] / "state" / ("%s.json" % model)).read_text())
+
+
+def infer_version(server):
+    return TritonClient(server.http_url).infer("add_sub", ADD_SUB_INPUTS)["VERSION"]["data"]
+
+
+def test_good_rollout_is_verified_and_recorded(lab):
+    proc = run_rollout(lab, [1, 2])
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    client = TritonClient(lab["server"].http_url, api_key=KEY)
+    assert client.ready_versions("add_sub") == [1, 2]
+    assert client.ready_versions("add_sub_pipeline") == [1]
+    assert record(lab, "add_sub")["versions"] == [1, 2]
+    assert record(lab, "add_sub_pipeline")["versions"] == [1]
+
+
+def test_broken_version_rolls_back_by_itself(lab):
+    publish_version(lab["s3"], BUCKET, "models", "add_sub", 3, add_sub_files(3, init_error="v3 cannot start"))
+    proc = run_rollout(lab, [2, 3])
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-6000:]
+    assert "was rolled back" in out, out[-6000:]
+    assert "v3 cannot start" in out, "the failure must carry Triton's own error text:\n" + out[-6000:]
+    client = TritonClient(lab["server"].http_url, api_key=KEY)
+    # v1 stays on disk (keep_versions 1), so the rollback returns to exactly what was verified.
+    assert sorted(n for n in os.listdir(lab["repo"] / "add_sub") if n.isdigit()) == ["1", "2", "3"]
+    assert client.ready_versions("add_sub") == [1, 2]
+    assert client.ready_versions("add_sub_pipeline") == [1]
+    config = (lab["repo"] / "add_sub" / "config.pbtxt").read_text()
+    assert "specific {\n    versions: [ 1, 2 ]\n  }" in config, config
+    assert infer_version(lab["server"]) == [2]
+    pipeline = TritonClient(lab["server"].http_url).infer(
+        "add_sub_pipeline", {"A": ADD_SUB_INPUTS["INPUT0"], "B": ADD_SUB_INPUTS["INPUT1"]})
+    assert pipeline["SUM"]["data"] == [1.5, 2.5, 3.5, 4.5]
+    assert record(lab, "add_sub")["versions"] == [1, 2], "a failed rollout must not become the rollback target"
