@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Check that the committed model cards (docs/models/*.md) are what the build produces.
 
 The build rewrites docs/models/ in the work tree; this compares it with the committed version
@@ -6,7 +5,7 @@ The build rewrites docs/models/ in the work tree; this compares it with the comm
 explains (OpenBLAS picks its kernels per CPU, and a held-out sample sitting on the decision
 boundary can flip), never more. Integers (set sizes, counts) must match exactly.
 
-Usage: tools/check_model_cards.py [--abs-tol 0.02] [--rel-tol 1e-3]
+Usage: python tools/check_model_cards.py [--abs-tol 0.02] [--rel-tol 1e-3]
 """
 
 import argparse

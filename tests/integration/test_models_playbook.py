@@ -14,8 +14,8 @@ import pytest
 
 from ansible_collections.aiops.triton.plugins.module_utils.triton_api import TritonClient
 from s3_fixtures import publish_version
-from triton_fixtures import ADD_SUB_CONFIG, ADD_SUB_INPUTS, ADD_SUB_MODEL, CHECKOUT, COLLECTIONS_PATH, TritonServer, \
-    add_sub_golden_case
+from triton_fixtures import (ADD_SUB_INPUTS, ADD_SUB_MODEL, CHECKOUT, COLLECTIONS_PATH, TritonServer,
+                             add_sub_golden_case)
 
 pytestmark = pytest.mark.integration
 
@@ -53,8 +53,9 @@ def add_sub_files(version, init_error=None):
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory, moto_server):
-    """A Triton with an empty repository and a bucket holding add_sub v1, v2 and the pipeline."""
-    assert ADD_SUB_CONFIG  # the fixture model this test describes as data above
+    """A Triton with an empty repository and a bucket holding add_sub v1, v2 and the pipeline.
+
+    add_sub is triton_fixtures' ADD_SUB model, described here as data (ADD_SUB) for the role."""
     assert os.geteuid() == 0, "this test deploys root-owned files as the role does on hosts: run it as root"
     root = tmp_path_factory.mktemp("rollout")
     repo = root / "models"
