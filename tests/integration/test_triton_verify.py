@@ -6,30 +6,11 @@ import stat
 
 import pytest
 
-from triton_fixtures import TritonServer, add_sub_golden_case, free_port, run_module, write_add_sub_version
+from triton_fixtures import (TritonServer, add_sub_golden_case, free_port, run_module, write_add_sub_version,
+                             write_upper_model)
 
 pytestmark = pytest.mark.integration
 
-UPPER_CONFIG = """\
-backend: "python"
-max_batch_size: 0
-input [ { name: "TEXT" data_type: TYPE_STRING dims: [ -1, 1 ] } ]
-output [ { name: "UPPER" data_type: TYPE_STRING dims: [ -1, 1 ] } ]
-"""
-UPPER_MODEL = """\
-import numpy as np
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        out = []
-        for request in requests:
-            text = pb_utils.get_input_tensor_by_name(request, "TEXT").as_numpy()
-            upper = np.vectorize(lambda t: t.decode("utf-8").upper().encode("utf-8"), otypes=[np.object_])(text)
-            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("UPPER", upper)]))
-        return out
-"""
 UPPER_CASE = {"name": "alerts", "inputs": {"TEXT": {"datatype": "BYTES", "shape": [2, 1], "data": [["disk full"], ["oom kill"]]}},
               "expected": {"UPPER": {"shape": [2, 1], "data": ["DISK FULL", "OOM KILL"], "equals": True}}}
 
@@ -39,11 +20,7 @@ def server(tmp_path_factory):
     repo = str(tmp_path_factory.mktemp("repo"))
     write_add_sub_version(repo, 1)
     write_add_sub_version(repo, 2)
-    os.makedirs(os.path.join(repo, "upper", "1"))
-    with open(os.path.join(repo, "upper", "config.pbtxt"), "w") as handle:
-        handle.write(UPPER_CONFIG)
-    with open(os.path.join(repo, "upper", "1", "model.py"), "w") as handle:
-        handle.write(UPPER_MODEL)
+    write_upper_model(repo, dims="-1, 1")
     with TritonServer(repo) as srv:
         yield srv
 

@@ -274,6 +274,36 @@ def write_add_sub_version(repository, version, name="add_sub", init_delay=0.0, i
     return version_dir
 
 
+# -- a string model: UPPER = TEXT upper-cased, for BYTES tensors over HTTP and gRPC --------------
+UPPER_MODEL = """\
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for request in requests:
+            text = pb_utils.get_input_tensor_by_name(request, "TEXT").as_numpy()
+            upper = np.vectorize(lambda t: t.decode("utf-8").upper().encode("utf-8"), otypes=[np.object_])(text)
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("UPPER", upper)]))
+        return out
+"""
+
+
+def write_upper_model(repository, dims="-1", name="upper"):
+    """Add version 1 of the upper model; ``dims`` as config.pbtxt writes them (e.g. "-1, 1")."""
+    version_dir = os.path.join(repository, name, "1")
+    os.makedirs(version_dir)
+    with open(os.path.join(repository, name, "config.pbtxt"), "w") as handle:
+        handle.write('backend: "python"\nmax_batch_size: 0\n'
+                     'input [ { name: "TEXT" data_type: TYPE_STRING dims: [ %s ] } ]\n'
+                     'output [ { name: "UPPER" data_type: TYPE_STRING dims: [ %s ] } ]\n' % (dims, dims))
+    with open(os.path.join(version_dir, "model.py"), "w") as handle:
+        handle.write(UPPER_MODEL)
+    return version_dir
+
+
 # -- running the collection's modules for real ----------------------------------------------
 COLLECTIONS_PATH = os.path.join(CHECKOUT, ".collection")
 

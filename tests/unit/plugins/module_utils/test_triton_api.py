@@ -9,44 +9,18 @@ import pytest
 from ansible_collections.aiops.triton.plugins.module_utils.triton_api import TritonApiError, TritonClient
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "integration"))
-from triton_fixtures import ADD_SUB_INPUTS, TritonServer, free_port, write_add_sub_version  # noqa: E402
+from triton_fixtures import ADD_SUB_INPUTS, TritonServer, free_port, write_add_sub_version, write_upper_model  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
 KEY = "api-test-key"
-
-UPPER_CONFIG = """\
-backend: "python"
-max_batch_size: 0
-input [ { name: "TEXT" data_type: TYPE_STRING dims: [ -1 ] } ]
-output [ { name: "UPPER" data_type: TYPE_STRING dims: [ -1 ] } ]
-"""
-UPPER_MODEL = """\
-import numpy as np
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        out = []
-        for request in requests:
-            text = pb_utils.get_input_tensor_by_name(request, "TEXT").as_numpy()
-            upper = np.array([t.decode("utf-8").upper().encode("utf-8") for t in text], dtype=np.object_)
-            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("UPPER", upper)]))
-        return out
-"""
-
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     repo = str(tmp_path_factory.mktemp("repo"))
     write_add_sub_version(repo, 1)
     write_add_sub_version(repo, 2)
-    os.makedirs(os.path.join(repo, "upper", "1"))
-    with open(os.path.join(repo, "upper", "config.pbtxt"), "w") as handle:
-        handle.write(UPPER_CONFIG)
-    with open(os.path.join(repo, "upper", "1", "model.py"), "w") as handle:
-        handle.write(UPPER_MODEL)
+    write_upper_model(repo, dims="-1")
     with TritonServer(repo, api_key=KEY) as srv:
         yield srv
 
