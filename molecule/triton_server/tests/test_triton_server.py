@@ -120,3 +120,22 @@ def test_kill9_brings_triton_back_ready(host):
     assert unit_prop(host, "MainPID") not in (pid, "0")
     assert wait_ready(host), host.run("journalctl -u tritonserver --no-pager -n 30").stdout
     assert infer_alert(host, "Pod memory usage exceeds 90% threshold")["class_label"] == ["memory"]
+
+
+def model_ready_versions(host, model):
+    index = json.loads(host.check_output(
+        "curl -sf -X POST -H 'triton-admin-key: %s' http://127.0.0.1:8000/v2/repository/index"
+        % host.check_output("sed -n 's/^TRITON_API_KEY=//p' /etc/tritonserver/tritonserver.env")))
+    return sorted(int(m["version"]) for m in index if m["name"] == model and m.get("state") == "READY")
+
+
+def test_failed_rollout_rolled_back_by_itself(host):
+    rollout = json.loads(host.file("/root/side_effect/rollout_v4.json").content_string)
+    assert rollout["rc"] != 0, rollout["stdout"]
+    assert "was rolled back" in rollout["stdout"], rollout["stdout"]
+    # v1 was pruned by the v4 sync (keep_versions 1), so the rollback pins what is still on disk.
+    assert model_ready_versions(host, "anomaly_detector") == [2, 3]
+    config = host.file("/var/lib/triton/models/anomaly_detector/config.pbtxt").content_string
+    assert "specific {\n    versions: [ 2, 3 ]\n  }" in config, config
+    state = json.loads(host.file("/var/lib/triton/state/anomaly_detector.json").content_string)
+    assert state["versions"] == [1, 2, 3], "a failed rollout must not become the rollback target"
