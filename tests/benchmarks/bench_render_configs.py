@@ -87,7 +87,7 @@ def main():
     run_module_path(jobs[:4])
     run_protobuf_path(jobs[:4])
     module, proto = [], []
-    for _ in range(args.rounds):
+    for _round in range(args.rounds):
         module.append(cpu_seconds(run_module_path, workload(args.configs)))
         proto.append(cpu_seconds(run_protobuf_path, workload(args.configs)))
     m, p = statistics.median(module), statistics.median(proto)
@@ -99,8 +99,8 @@ def main():
     print("| protobuf ParseDict + MessageToString, CPU time (median of %d) | %.3f s |" % (args.rounds, p))
     print("| ratio (module path / bare protobuf) | %.2fx |" % (m / p if p else float("inf")))
     print()
-    print("Raw CPU seconds: module %s; protobuf %s" % (", ".join("%.3f" % s for s in module),
-                                                     ", ".join("%.3f" % s for s in proto)))
+    raw = (", ".join("%.3f" % s for s in module), ", ".join("%.3f" % s for s in proto))
+    print("Raw CPU seconds: module %s; protobuf %s" % raw)
     return 0 if m < 1.0 else 1
 
 

@@ -15,6 +15,7 @@ pytestmark = pytest.mark.integration
 
 KEY = "api-test-key"
 
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     repo = str(tmp_path_factory.mktemp("repo"))
