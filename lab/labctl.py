@@ -324,19 +324,29 @@ def up(count, os_name):
     log("%d host(s) up (%d started now); inventory: %s" % (len(wanted), len(started), os.path.relpath(INVENTORY, ROOT)))
 
 
+def lab_containers():
+    return sorted(podman("ps", "-a", "--filter", "label=" + LABEL, "--format", "{{.Names}}").stdout.split())
+
+
 def down():
     stop_services()
-    names = podman("ps", "-a", "--filter", "label=" + LABEL, "--format", "{{.Names}}").stdout.split()
+    names = lab_containers()
+    # podman can lose a race with a container that is stopping by itself ("container state
+    # improper: stopped"); the next rm removes it, so try a few times before giving up.
+    for _attempt in range(3):
+        left = lab_containers()
+        if not left:
+            break
+        podman("rm", "-f", "-t", "5", *left, check=False)
     if names:
-        podman("rm", "-f", "-t", "5", *names)
-        log("removed containers: %s" % " ".join(sorted(names)))
+        log("removed containers: %s" % " ".join(sorted(set(names) - set(lab_containers()))))
     if podman("network", "exists", NETWORK, check=False).returncode == 0:
         podman("network", "rm", "-f", NETWORK)
         log("removed network %s" % NETWORK)
     if os.path.exists(INVENTORY):
         os.remove(INVENTORY)
     shutil.rmtree(STATE, ignore_errors=True)
-    leftovers = podman("ps", "-a", "--filter", "label=" + LABEL, "--format", "{{.Names}}").stdout.split()
+    leftovers = lab_containers()
     if leftovers:
         raise LabError("containers survived teardown: %s" % leftovers)
     log("lab is down")

@@ -2,6 +2,7 @@
 
 import importlib.util
 import os
+import types
 
 import pytest
 
@@ -34,3 +35,50 @@ def test_image_key_changes_with_the_package_list(monkeypatch):
     assert key == labctl.image_key("debian12")
     monkeypatch.setattr(labctl, "image_packages", lambda: ["systemd", "python3", "extra-package"])
     assert labctl.image_key("debian12") != key
+
+
+
+class FakePodman(object):
+    """Stands in for podman in down(). ``survives``: how many rm calls lab-2 outlives (podman's
+    "container state improper: stopped" race)."""
+
+    def __init__(self, survives):
+        self.containers = ["lab-1", "lab-2"]
+        self.survives = survives
+        self.rm_calls = 0
+
+    def __call__(self, *args, check=True):
+        if args[0] == "ps":
+            return types.SimpleNamespace(returncode=0, stdout="\n".join(self.containers))
+        if args[0] == "rm":
+            self.rm_calls += 1
+            sticky = ["lab-2"] if self.rm_calls <= self.survives else []
+            self.containers = [n for n in self.containers if n not in args or n in sticky]
+            return types.SimpleNamespace(returncode=125 if self.containers else 0, stdout="")
+        if args[:2] == ("network", "exists"):
+            return types.SimpleNamespace(returncode=1, stdout="")
+        raise AssertionError("unexpected podman call %r" % (args,))
+
+
+@pytest.fixture
+def lab_down(monkeypatch, tmp_path):
+    def down(survives):
+        fake = FakePodman(survives)
+        monkeypatch.setattr(labctl, "podman", fake)
+        monkeypatch.setattr(labctl, "stop_services", lambda: None)
+        monkeypatch.setattr(labctl, "STATE", str(tmp_path / "state"))
+        monkeypatch.setattr(labctl, "INVENTORY", str(tmp_path / "hosts.yml"))
+        labctl.down()
+        return fake
+    return down
+
+
+def test_down_retries_a_container_that_raced_into_stopped(lab_down, capsys):
+    fake = lab_down(survives=1)
+    assert fake.containers == [] and fake.rm_calls == 2
+    assert "removed containers: lab-1 lab-2" in capsys.readouterr().out
+
+
+def test_down_fails_loudly_when_a_container_survives(lab_down):
+    with pytest.raises(labctl.LabError, match=r"containers survived teardown: \['lab-2'\]"):
+        lab_down(survives=99)
