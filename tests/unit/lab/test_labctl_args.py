@@ -37,7 +37,6 @@ def test_image_key_changes_with_the_package_list(monkeypatch):
     assert labctl.image_key("debian12") != key
 
 
-
 class FakePodman(object):
     """Stands in for podman in down(). ``survives``: how many rm calls lab-2 outlives (podman's
     "container state improper: stopped" race)."""
