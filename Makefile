@@ -107,8 +107,8 @@ integration: models
 # Every scenario under molecule/, each create → converge → idempotence → verify → destroy.
 molecule:
 	eval "$$($(PY) lab/labctl.py env)"
-	# every scenario (a dir with molecule.yml); the first failure fails the stage
-	for s in $$(ls molecule/*/molecule.yml | cut -d/ -f2); do echo "== molecule $$s"; molecule test -s $$s || exit 1; done
+	# every scenario (a dir with molecule.yml); the first failure fails the stage (.SHELLFLAGS -e)
+	for s in $$(ls molecule/*/molecule.yml | cut -d/ -f2); do echo "== molecule $$s"; molecule test -s $$s; done
 
 clean: lab-down
 	rm -rf build .collection

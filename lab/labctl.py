@@ -330,25 +330,24 @@ def lab_containers():
 
 def down():
     stop_services()
-    names = lab_containers()
+    names = left = lab_containers()
     # podman can lose a race with a container that is stopping by itself ("container state
     # improper: stopped"); the next rm removes it, so try a few times before giving up.
     for _attempt in range(3):
-        left = lab_containers()
         if not left:
             break
         podman("rm", "-f", "-t", "5", *left, check=False)
+        left = lab_containers()
     if names:
-        log("removed containers: %s" % " ".join(sorted(set(names) - set(lab_containers()))))
+        log("removed containers: %s" % " ".join(sorted(set(names) - set(left))))
     if podman("network", "exists", NETWORK, check=False).returncode == 0:
         podman("network", "rm", "-f", NETWORK)
         log("removed network %s" % NETWORK)
     if os.path.exists(INVENTORY):
         os.remove(INVENTORY)
     shutil.rmtree(STATE, ignore_errors=True)
-    leftovers = lab_containers()
-    if leftovers:
-        raise LabError("containers survived teardown: %s" % leftovers)
+    if left:
+        raise LabError("containers survived teardown: %s" % left)
     log("lab is down")
 
 
