@@ -1,6 +1,6 @@
 """Golden cases: requests shipped with every model version and the answers it must give.
 
-Schema (documented in model_repository/README.md)::
+Schema (documented in model_repository/README.md; the comparison is plugins/module_utils/golden_cases.py)::
 
     {"schema": 1, "model": NAME, "version": N, "cases": [
         {"name": ..., "inputs":   {TENSOR: {"datatype": "FP32", "shape": [...], "data": [...flat...]}},
@@ -8,12 +8,28 @@ Schema (documented in model_repository/README.md)::
                                             "equals": true | "atol": a, "rtol": r}}}]}
 """
 
+import importlib.util
 import json
+import os
 
 import numpy as np
 
-SCHEMA = 1
-_DATATYPES = {np.dtype(np.float32): "FP32", np.dtype(np.int32): "INT32", np.dtype(np.int64): "INT64",
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _load_contract():
+    """The collection's golden-case contract, loaded by path (no collection install needed)."""
+    path = os.path.join(CHECKOUT, "plugins", "module_utils", "golden_cases.py")
+    spec = importlib.util.spec_from_file_location("aiops_triton_golden_cases", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+gc = _load_contract()
+SCHEMA = gc.GOLDEN_SCHEMA
+_DATATYPES = {np.dtype(np.float32): "FP32", np.dtype(np.float64): "FP64", np.dtype(np.float16): "FP16",
+              np.dtype(np.int32): "INT32", np.dtype(np.int64): "INT64", np.dtype(np.bool_): "BOOL",
               np.dtype(object): "BYTES"}
 
 
@@ -54,22 +70,10 @@ def write(path, model, version, cases):
 
 
 def check(expected, outputs):
-    """Compare outputs ({name: numpy array}) with a case's ``expected``; return a list of problems."""
-    problems = []
-    for name, want in expected.items():
-        got = outputs.get(name)
-        if got is None:
-            problems.append("%s: missing from the response" % name)
-            continue
-        got = np.asarray(got)
-        if list(got.shape) != want["shape"]:
-            problems.append("%s: shape %s, expected %s" % (name, list(got.shape), want["shape"]))
-            continue
-        if want.get("equals"):
-            if _flat(got) != want["data"]:
-                problems.append("%s: %s, expected %s" % (name, _flat(got)[:8], want["data"][:8]))
-        elif not np.allclose(got.reshape(-1).astype(np.float64), want["data"], atol=want.get("atol", 0.0),
-                             rtol=want.get("rtol", 0.0)):
-            problems.append("%s: %s, expected %s (atol %s rtol %s)" % (
-                name, _flat(got)[:8], want["data"][:8], want.get("atol"), want.get("rtol")))
-    return problems
+    """Compare outputs ({name: numpy array}) with a case's ``expected``; return a list of problems.
+
+    The comparison and its default tolerance are triton_verify's (plugins/module_utils/golden_cases.py),
+    so a case the build accepts is a case the fleet accepts.
+    """
+    answered = dict((name, tensor(value)) for name, value in outputs.items() if value is not None)
+    return gc.check_outputs(answered, expected)

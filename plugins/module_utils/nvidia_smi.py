@@ -4,7 +4,8 @@
 """The collection's one parser for nvidia-smi and related driver state.
 
 Used by the ``nvidia_gpu_info`` module and, through it, by the driver and toolkit roles'
-post-checks.  Pure functions over text so they can be tested on recorded outputs.
+post-checks, and by ``triton_verify`` for GPU placement.  Modules run nvidia-smi only through
+``run`` with an argv built here.  Pure functions over text so they can be tested on recorded outputs.
 
 The GPU query is ``nvidia-smi --query-gpu=<QUERY_FIELDS> --format=csv,nounits``; with a
 header line the columns are mapped by name, so a reordered or extended query still parses.
@@ -58,6 +59,34 @@ class NvidiaSmiError(Exception):
 def query_command(nvidia_smi="nvidia-smi"):
     """The argv that produces the CSV this module parses."""
     return [nvidia_smi, "--query-gpu=" + ",".join(QUERY_FIELDS), "--format=" + QUERY_FORMAT]
+
+
+def compute_apps_command(nvidia_smi="nvidia-smi"):
+    """The argv listing the PIDs that hold a GPU context, one per line."""
+    return [nvidia_smi, "--query-compute-apps=pid", "--format=csv,noheader"]
+
+
+def parse_compute_apps(text):
+    """PIDs from ``compute_apps_command`` output; lines that are not a PID are skipped."""
+    return [int(line.strip()) for line in text.splitlines() if line.strip().isdigit()]
+
+
+def find(module, nvidia_smi_path=None):
+    """The nvidia-smi to run: the given path, else the one on PATH or in /usr/bin; None when absent."""
+    return nvidia_smi_path or module.get_bin_path("nvidia-smi", opt_dirs=["/usr/bin"])
+
+
+def run(module, argv):
+    """Run an nvidia-smi argv built here; the one place the collection executes nvidia-smi."""
+    return module.run_command(argv)
+
+
+def compute_pids(module, nvidia_smi):
+    """PIDs holding a GPU context; raises NvidiaSmiError when nvidia-smi fails."""
+    rc, out, err = run(module, compute_apps_command(nvidia_smi))
+    if rc != 0:
+        raise NvidiaSmiError("%s failed (rc=%s): %s" % (nvidia_smi, rc, (err or out).strip()))
+    return parse_compute_apps(out)
 
 
 def _blank(value):

@@ -110,13 +110,21 @@ class TritonClient(object):
         """List of ``{name, version, state, reason}`` for every model Triton knows."""
         return self.request("POST", "/v2/repository/index", {"ready": bool(ready_only)})[1] or []
 
+    def model_index(self, name=None):
+        """The repository index as ``{model: {version(int): (state, reason)}}``, or one model's entry.
+
+        The one reader of the index: modules read versions and their states through it.
+        """
+        models = {}
+        for entry in self.repository_index():
+            if entry.get("name") and entry.get("version"):
+                models.setdefault(entry["name"], {})[int(entry["version"])] = (entry.get("state", "UNKNOWN"),
+                                                                             entry.get("reason", ""))
+        return models.get(name, {}) if name is not None else models
+
     def model_versions(self, name):
         """``{version(int): state}`` of one model from the repository index."""
-        states = {}
-        for entry in self.repository_index():
-            if entry.get("name") == name and entry.get("version"):
-                states[int(entry["version"])] = entry.get("state", "UNKNOWN")
-        return states
+        return dict((version, state) for version, (state, _reason) in self.model_index(name).items())
 
     def ready_versions(self, name):
         return sorted(v for v, state in self.model_versions(name).items() if state == "READY")

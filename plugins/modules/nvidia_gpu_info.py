@@ -162,11 +162,11 @@ def gather(module, nvidia_smi_path):
         rc, out, err = module.run_command([fabricmanager, "--version"])
         result["fabricmanager_version"] = smi.parse_fabricmanager_version(out + err)
 
-    binary = nvidia_smi_path or module.get_bin_path("nvidia-smi", opt_dirs=["/usr/bin"])
+    binary = smi.find(module, nvidia_smi_path)
     if not binary:
         result["status"] = "not_installed"
         return result
-    rc, out, err = module.run_command(smi.query_command(binary))
+    rc, out, err = smi.run(module, smi.query_command(binary))
     if rc != 0:
         status = smi.classify_failure(rc, out + err)
         if status is None:
@@ -176,7 +176,7 @@ def gather(module, nvidia_smi_path):
     result["gpus"] = smi.parse_query_gpu(out)
     versions = sorted(set(gpu["driver_version"] for gpu in result["gpus"] if gpu["driver_version"]))
     result["driver_version"] = versions[0] if versions else None
-    rc, out, err = module.run_command([binary])
+    rc, out, err = smi.run(module, [binary])
     if rc == 0:
         result["cuda_version"] = smi.parse_cuda_version(out)
     return result

@@ -65,6 +65,14 @@ options:
       - Model configuration (Triton's JSON form, as returned by C(GET /v2/models/<name>/config)) to load
         the model with instead of C(config.pbtxt). Giving it always loads the model.
     type: dict
+  repository_config:
+    description:
+      - Load with C(config.pbtxt) as it is in the model repository, never with an override; O(versions) is
+        then only the set that must be C(READY) afterwards, so C(config.pbtxt) must pin exactly those
+        versions (C(version_policy) C(specific)), as M(aiops.triton.triton_model_config) renders them for
+        the C(triton_models) role. A changed C(config.pbtxt) then takes effect with the load.
+    type: bool
+    default: false
   reload:
     description:
       - Load the model even if it already serves the requested versions, so Triton picks up new version
@@ -152,14 +160,12 @@ class TritonModelError(Exception):
 def _index(client, name):
     """``{version: (state, reason)}`` for ``name`` from the repository index."""
     try:
-        entries = client.repository_index()
+        return client.model_index(name)
     except TritonApiError as exc:
         if exc.status in (401, 403):
             raise TritonModelError("Triton refused the model-repository API at %s: api_key is wrong or missing "
                                    "(sent in header %r). Triton said: %s" % (client.url, client.key_header, exc))
         raise TritonModelError("cannot read Triton's repository index: %s" % exc)
-    return dict((int(e["version"]), (e.get("state", "UNKNOWN"), e.get("reason", "")))
-                for e in entries if e.get("name") == name and e.get("version"))
 
 
 def _ready(index):
@@ -170,8 +176,8 @@ def _describe(index):
     return [{"version": v, "state": index[v][0], "reason": index[v][1]} for v in sorted(index)]
 
 
-def _load(client, name, versions, config, timeout):
-    if versions:
+def _load(client, name, versions, config, timeout, repository_config=False):
+    if versions and not repository_config:
         base = config
         if base is None:
             try:
@@ -242,7 +248,7 @@ def ensure(client, params, check_mode):
         if action == "unload":
             index = _unload(client, name, params["timeout"])
         else:
-            index = _load(client, name, versions, params["config"], params["timeout"])
+            index = _load(client, name, versions, params["config"], params["timeout"], params["repository_config"])
         after = _ready(index)
     changed = action != "none" and (before != after or params["reload"] or params["config"] is not None or check_mode)
     return dict(changed=changed, name=name, before=before, after=after, action=action, states=_describe(index),
@@ -258,6 +264,7 @@ def main():
             versions=dict(type="list", elements="int"),
             config=dict(type="dict"),
             reload=dict(type="bool", default=False),
+            repository_config=dict(type="bool", default=False),
             timeout=dict(type="int", default=300),
         ),
         supports_check_mode=True,

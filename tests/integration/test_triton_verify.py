@@ -161,3 +161,21 @@ def test_ops_model_set_passes_its_golden_cases(ops_triton):
         cases = [c for v in model["versions"] for c in v["cases"]]
         assert cases and all(c["passed"] for c in cases), model
         assert {c["protocol"] for c in cases} == {"http", "grpc"}
+
+
+def test_unreachable_triton_is_a_structured_failure_naming_the_url():
+    url = "http://127.0.0.1:%d" % free_port()  # nothing listens there
+    result = run_module("triton_verify", {"url": url, "models": [{"name": "add_sub"}], "ready_timeout": 1})
+    assert result["failed"] is True
+    assert result["msg"].startswith("Triton at %s is not live after 1s (cannot reach Triton at %s" % (url, url))
+    assert result["failures"] == [result["msg"]] and result["models"] == [] and result["server"] == {}
+    assert "exception" not in result and "Traceback" not in result["msg"]
+
+
+def test_default_versions_come_from_the_repository_index(server):
+    result = verify(server, [{"name": "add_sub"}], model_repository=server.repository)
+    assert result.get("failed") is not True, result.get("msg")
+    (add_sub,) = result["models"]
+    # v1 is in the repository but not loaded (the version policy serves the latest); only READY ones are verified
+    assert add_sub["states"]["2"] == "READY"
+    assert [v["version"] for v in add_sub["versions"]] == [2]

@@ -27,7 +27,22 @@ def test_check_accepts_within_tolerance_and_reports_each_problem():
     bad = {"score": np.array([[0.51]], dtype=np.float32), "label": np.array([[b"cpu"]], dtype=object),
            "flags": np.array([0, 1], dtype=np.int32)}
     problems = golden.check(expected, bad)
-    assert [p.split(":")[0] for p in problems] == ["score", "label", "flags"]
-    assert "shape [2]" in problems[2]
-    assert golden.check(expected, {}) == ["score: missing from the response", "label: missing from the response",
-                                          "flags: missing from the response"]
+    # one sentence per tensor, by name: the same comparison triton_verify makes
+    assert problems == ["output flags has shape [2], expected [1, 2]",
+                        "output label[0] is 'cpu', expected 'memory' exactly",
+                        "output score[0] is 0.51, expected 0.5 within atol=0.001 rtol=0"]
+    assert golden.check(expected, {}) == ["output flags missing from the response", "output label missing from the response",
+                                          "output score missing from the response"]
+
+
+def test_build_and_module_share_one_comparison_and_tolerance():
+    from ansible_collections.aiops.triton.plugins.module_utils import golden_cases
+    assert golden.gc.DEFAULT_ATOL == golden_cases.DEFAULT_ATOL and golden.gc.DEFAULT_RTOL == golden_cases.DEFAULT_RTOL
+    assert golden.gc.GOLDEN_FILE == golden_cases.GOLDEN_FILE == "golden_cases.json"
+    # a case without its own tolerance gets the shared default in both places
+    expected = {"y": {"shape": [1], "data": [1.0]}}
+    near, far = 1.0 + golden_cases.DEFAULT_RTOL / 2, 1.0 + golden_cases.DEFAULT_RTOL * 3
+    assert golden.check(expected, {"y": np.array([near], dtype=np.float64)}) == []
+    assert golden.check(expected, {"y": np.array([far], dtype=np.float64)}) != []
+    assert golden_cases.check_outputs({"y": {"datatype": "FP64", "shape": [1], "data": [near]}}, expected) == []
+    assert golden_cases.check_outputs({"y": {"datatype": "FP64", "shape": [1], "data": [far]}}, expected) != []

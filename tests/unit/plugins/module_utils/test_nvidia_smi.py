@@ -171,3 +171,9 @@ def test_consistency_branch_pin_and_mixed_versions():
     assert smi.check_consistency(smi.parse_query_gpu(recording("recorded_h100x8_535.csv")), expected_driver_version="550") == [
         "nvidia-smi driver 535.154.05 does not match pinned 550",
     ]
+
+
+def test_compute_apps_command_and_parse():
+    assert smi.compute_apps_command("/usr/bin/nvidia-smi") == ["/usr/bin/nvidia-smi", "--query-compute-apps=pid", "--format=csv,noheader"]
+    assert smi.parse_compute_apps("1234\n 77 \n\nNo running processes found\n") == [1234, 77]
+    assert smi.parse_compute_apps("") == []

@@ -1,8 +1,6 @@
-"""Pure parts of triton_verify: output comparison, percentiles, process ancestry."""
+"""The golden-case contract shared by the model build and triton_verify."""
 
-import os
-
-from ansible_collections.aiops.triton.plugins.modules import triton_verify as tv
+from ansible_collections.aiops.triton.plugins.module_utils import golden_cases as tv
 
 
 def fp32(data, shape=None):
@@ -42,20 +40,12 @@ def test_shape_count_and_missing_outputs():
     assert tv.compare("y", fp32([1, 2]), {"data": [1, 2, 3]}, 0, 0) == "output y has 2 values, expected 3"
     assert tv.compare("y", None, {"data": [1]}, 0, 0) == "output y missing from the response"
     assert tv.check_outputs({"a": fp32([1.0])}, {"a": {"data": [1.0]}, "b": {"data": [2]}}, 0, 0) == \
-        "output b missing from the response"
+        ["output b missing from the response"]
 
 
 def test_nan_matches_nan_only():
     assert tv.compare("y", fp32([float("nan")]), {"data": [float("nan")]}, 0, 0) == ""
     assert tv.compare("y", fp32([1.0]), {"data": [float("nan")]}, 0, 0) != ""
-
-
-def test_percentile_is_nearest_rank():
-    samples = list(range(1, 101))
-    assert tv.percentile(samples, 50) == 50
-    assert tv.percentile(samples, 99) == 99
-    assert tv.percentile([7.0], 99) == 7.0
-    assert tv.percentile([5, 1, 3], 50) == 3
 
 
 def test_cases_file_accepts_list_or_cases_key(tmp_path):
@@ -66,12 +56,13 @@ def test_cases_file_accepts_list_or_cases_key(tmp_path):
     assert tv.load_cases_file(str(tmp_path / "b.json")) == [{"name": "y"}]
     try:
         tv.load_cases_file(str(tmp_path / "c.json"))
-    except tv.TritonVerifyError as exc:
+    except tv.GoldenCaseError as exc:
         assert "expected a list of cases" in str(exc)
     else:
         raise AssertionError("a file without cases was accepted")
 
 
-def test_pid_outside_triton_is_not_counted():
-    assert tv.triton_pid_of(os.getpid()) == 0
-    assert tv.triton_pid_of(1) == 0
+def test_case_problem_names_the_case():
+    assert tv.case_problem({"name": "a", "inputs": {}, "expected": {"y": {}}}) == ""
+    assert tv.case_problem({"name": "a", "inputs": {}}) == "golden case 'a' needs 'inputs' and 'expected' maps"
+    assert tv.case_problem("text") == "golden case 'case' needs 'inputs' and 'expected' maps"
