@@ -1,0 +1,135 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, aiops.triton contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Fleet filters: inventory validation, the rollout plan, a group's desired model set (docs beside this file)."""
+
+from __future__ import (absolute_import, division, print_function)
+
+__metaclass__ = type
+
+import glob
+import os
+
+from ansible.errors import AnsibleFilterError
+from ansible.module_utils.common.text.converters import to_native
+
+try:
+    import yaml
+    from ansible_collections.aiops.triton.plugins.module_utils import fleet
+except ImportError as exc:  # pragma: no cover - only when the collection is broken
+    raise AnsibleFilterError("aiops.triton fleet filters cannot load: %s" % to_native(exc))
+
+ROLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")
+
+
+def known_variables(roles_dir=ROLES_DIR):
+    """Every option any role of the collection declares in meta/argument_specs.yml."""
+    names = set()
+    for path in glob.glob(os.path.join(roles_dir, "*", "meta", "argument_specs.yml")):
+        with open(path) as handle:
+            specs = (yaml.safe_load(handle) or {}).get("argument_specs", {})
+        for entry in specs.values():
+            names.update((entry or {}).get("options", {}) or {})
+    return names
+
+
+def _servers(groups):
+    return list(groups.get(fleet.SERVERS_GROUP, []))
+
+
+def _fleet_var(hostvars, servers, name):
+    values = [hostvars[h].get(name) for h in servers]
+    return values[0] if values else None
+
+
+def _ordered_groups(hostvars, groups):
+    servers = _servers(groups)
+    try:
+        return fleet.rollout_groups(servers, _fleet_var(hostvars, servers, "triton_rollout_groups"))
+    except fleet.FleetError as exc:
+        raise AnsibleFilterError(to_native(exc))
+
+
+def fleet_problems(hostvars, groups):
+    """Every inventory problem, as text naming host/group/field; an empty list when the fleet is valid."""
+    servers = _servers(groups)
+    if not servers:
+        return ["inventory group %s is missing or empty" % fleet.SERVERS_GROUP]
+    try:
+        ordered = fleet.rollout_groups(servers, _fleet_var(hostvars, servers, "triton_rollout_groups"))
+    except fleet.FleetError as exc:
+        return [to_native(exc)]
+    problems = []
+    variants = set(repr(hostvars[h].get("triton_rollout_groups")) for h in servers)
+    if len(variants) > 1:
+        problems.append("triton_rollout_groups must be one fleet-wide list (set it in group_vars/all or %s)" % fleet.SERVERS_GROUP)
+    hosts = {}
+    for host in servers:
+        facts = hostvars[host]
+        models = facts.get("triton_models_list")
+        hosts[host] = {
+            "variables": [name for name in facts.keys() if name.startswith("triton_")],
+            "triton_models_list": models,
+            "triton_models_catalog": facts.get("triton_models_catalog"),
+            "required": dict(
+                [("triton_server_api_key", facts.get("triton_models_api_key") or facts.get("triton_server_api_key"))]
+                + ([("triton_models_s3_bucket", facts.get("triton_models_s3_bucket"))] if models else [])),
+        }
+    membership = dict((g, list(groups.get(g, []))) for g in ordered if g in groups)
+    if ordered == [fleet.SERVERS_GROUP]:
+        membership = {fleet.SERVERS_GROUP: servers}
+    problems.extend(fleet.check_fleet(hosts, ordered, membership, known_variables()))
+    return problems
+
+
+def rollout_plan(hostvars, groups):
+    """{pattern, batches, order, groups}: rollout groups in order, each in its own batches (triton_rollout_serial)."""
+    servers = _servers(groups)
+    ordered = _ordered_groups(hostvars, groups)
+    membership = {fleet.SERVERS_GROUP: servers} if ordered == [fleet.SERVERS_GROUP] else dict((g, list(groups.get(g, []))) for g in ordered)
+    serial = {}
+    for group in ordered:
+        members = [h for h in membership.get(group, []) if h in servers]
+        serial[group] = hostvars[members[0]].get("triton_rollout_serial", 1) if members else 1
+    try:
+        return fleet.rollout_plan(servers, membership, ordered, serial)
+    except fleet.FleetError as exc:
+        raise AnsibleFilterError(to_native(exc))
+
+
+def desired_models(entries, catalog=None, resolved=None):
+    """triton_models_list merged over the catalog, each config pinned to its versions."""
+    try:
+        return fleet.desired_models(entries, catalog or {}, resolved or {})
+    except fleet.FleetError as exc:
+        raise AnsibleFilterError(to_native(exc))
+
+
+def verified_records(present, load_results):
+    """What triton_model_state records: each model's pinned config and the versions its load left READY."""
+    by_name = dict((r.get("name") or r.get("item", {}).get("name"), r) for r in load_results)
+    return [{"name": m["name"], "config": m["config"], "versions": by_name.get(m["name"], {}).get("after", m.get("versions", []))}
+            for m in present]
+
+
+def rollout_outcome(load_results, group, status, error=""):
+    """This host's line of the rollout summary: per model, READY versions before -> after."""
+    models = [{"name": r.get("name"), "from": r.get("before", []), "to": r.get("after", [])} for r in load_results if r.get("name")]
+    return {"group": group, "status": status, "models": models, "error": error}
+
+
+def rollout_summary(hostvars, hosts):
+    """One line per host of the rollout: from -> to versions per model, or rolled back and why."""
+    return fleet.summary_lines([(h, hostvars[h].get("triton_models_rollout")) for h in hosts])
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "fleet_problems": fleet_problems,
+            "rollout_plan": rollout_plan,
+            "desired_models": desired_models,
+            "rollout_summary": rollout_summary,
+            "rollout_outcome": rollout_outcome,
+            "verified_records": verified_records,
+        }

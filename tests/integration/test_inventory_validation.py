@@ -1,0 +1,109 @@
+"""The validation play (playbooks/validate.yml, first in site.yml) refuses a bad inventory before any host changes.
+
+Each case copies inventories/production, breaks one thing, runs the real site.yml with ansible-playbook and
+asserts: the run fails in the validation play with a message naming the host/group/field, and no later play
+started (the hosts are unreachable names: contacting one would fail differently).
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+VAULT = ["-e", "vault_triton_server_api_key=3f9c2b7e1a0d4c6b8e5f7a9d1c3b5e7f9a2c4e6b8d0f1a3c5e7b9d2f4a6c8e0b",
+         "-e", "vault_triton_models_s3_access_key=AKIAEXAMPLEKEY", "-e", "vault_triton_models_s3_secret_key=example-secret"]
+
+
+@pytest.fixture
+def inventory(tmp_path):
+    dest = tmp_path / "production"
+    shutil.copytree(os.path.join(ROOT, "inventories", "production"), dest)
+    return dest
+
+
+def _edit(path, change):
+    with open(path) as handle:
+        data = yaml.safe_load(handle)
+    change(data)
+    with open(path, "w") as handle:
+        yaml.safe_dump(data, handle)
+
+
+def _run(inventory, playbook="site.yml"):
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collection"), ANSIBLE_FORCE_COLOR="0",
+               ANSIBLE_HOST_KEY_CHECKING="False")
+    return subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(inventory),
+                           os.path.join(ROOT, playbook)] + VAULT, env=env, capture_output=True, text=True, timeout=300)
+
+
+def _assert_refused(result, *needles):
+    out = result.stdout + result.stderr
+    assert result.returncode != 0, out
+    assert "The inventory is invalid; no host was changed." in out, out
+    for needle in needles:
+        assert needle in out, (needle, out)
+    # nothing after the validation play ran: no host was contacted
+    assert "PLAY [Preflight" not in out, out
+    assert "Gathering Facts" not in out, out
+
+
+def test_production_example_is_valid(inventory):
+    result = _run(inventory, "playbooks/validate.yml")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Inventory valid: 6 Triton hosts." in result.stdout
+
+
+def test_host_in_two_rollout_groups(inventory):
+    _edit(inventory / "hosts.yml",
+          lambda d: d["triton_servers"]["children"]["triton_wave_2"]["hosts"].update({"gpu-infer-02.dc1.example.com": None}))
+    _assert_refused(_run(inventory), "host gpu-infer-02.dc1.example.com must be in exactly one rollout group",
+                    "['triton_wave_1', 'triton_wave_2']")
+
+
+def test_host_in_no_rollout_group(inventory):
+    _edit(inventory / "hosts.yml",
+          lambda d: d["triton_servers"]["children"]["triton_cpu_servers"]["hosts"].update({"cpu-infer-09.dc1.example.com": None}))
+    _assert_refused(_run(inventory), "host cpu-infer-09.dc1.example.com must be in exactly one rollout group", "is in none")
+
+
+def test_group_without_model_list(inventory):
+    os.unlink(inventory / "group_vars" / "triton_wave_2" / "models.yml")
+    _assert_refused(_run(inventory), "rollout group triton_wave_2: no triton_models_list for host(s)",
+                    "gpu-infer-04.dc2.example.com")
+
+
+def test_typo_variable(inventory):
+    with open(inventory / "group_vars" / "triton_wave_1" / "typo.yml", "w") as handle:
+        handle.write("---\ntriton_model_list: []\n")
+    _assert_refused(_run(inventory), "unknown variable triton_model_list (did you mean triton_models_list?)",
+                    "host gpu-infer-02.dc1.example.com")
+
+
+def test_ensemble_step_names_a_model_the_group_does_not_serve(inventory):
+    def add_ensemble(data):
+        data["triton_models_list"].append({"name": "ops_pipeline", "versions": [1], "config": {
+            "name": "ops_pipeline", "platform": "ensemble", "max_batch_size": 32,
+            "input": [{"name": "metrics_input", "data_type": "TYPE_FP32", "dims": [60, 20]}],
+            "output": [{"name": "anomaly_score", "data_type": "TYPE_FP32", "dims": [1]}],
+            "ensemble_scheduling": {"step": [{"model_name": "anomaly_detector_v9", "model_version": -1,
+                                              "input_map": {"metrics_input": "metrics_input"},
+                                              "output_map": {"anomaly_score": "anomaly_score"}}]}}})
+    _edit(inventory / "group_vars" / "triton_canary" / "models.yml", add_ensemble)
+    _assert_refused(_run(inventory), "rollout group triton_canary: model ops_pipeline", "anomaly_detector_v9")
+
+
+def test_version_policy_is_derived_not_set(inventory):
+    _edit(inventory / "group_vars" / "triton_wave_1" / "models.yml",
+          lambda d: d["triton_models_list"][1].update({"config": {"name": "alert_classifier", "backend": "python",
+                                                                  "version_policy": {"all": {}}}}))
+    _assert_refused(_run(inventory), "rollout group triton_wave_1", "config.version_policy is derived from versions")
+
+
+def test_rollout_group_that_is_not_a_group(inventory):
+    _edit(inventory / "group_vars" / "triton_servers" / "rollout.yml",
+          lambda d: d.update({"triton_rollout_groups": ["triton_canary", "triton_wave_1", "triton_wave_2", "triton_wave_3"]}))
+    _assert_refused(_run(inventory), "rollout group triton_wave_3 (in triton_rollout_groups) is not an inventory group")
