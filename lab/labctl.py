@@ -4,12 +4,15 @@
     labctl.py up --hosts N [--os debian12]
                                      start N lab hosts + services, write inventories/lab/hosts.yml
     labctl.py services               start only the services (network, S3, wheelhouse) — molecule uses this
-    labctl.py down                   remove hosts, services, network and state; leave nothing running
+    labctl.py down                   remove hosts, services, network, state and the podman drop-in;
+                                     leave nothing running
     labctl.py status                 what is running
     labctl.py env                    shell exports for the lab's S3 credentials (never printed elsewhere)
 
 Everything binds to the lab bridge's gateway address, so test traffic stays between this machine and
-its own containers.  A small "gateway keeper" container holds the bridge up so services can bind to it
+its own containers.  podman gets the settings this kind of machine needs (lab/containers.conf) from a
+drop-in, /etc/containers/containers.conf.d/90-aiops-lab.conf; the owner's containers.conf is never written.
+A small "gateway keeper" container holds the bridge up so services can bind to it
 before any host exists.
 """
 
@@ -71,18 +74,44 @@ def podman(*args, check=True):
 
 # --- podman configuration ---------------------------------------------------------------------------
 
-def configure_podman():
-    """Install lab/containers.conf (runc + cgroupfs + ulimits) as the system podman config."""
-    src = os.path.join(LAB, "containers.conf")
-    dst = "/etc/containers/containers.conf"
-    with open(src) as fh:
+# A drop-in, not /etc/containers/containers.conf: the machine owner's file stays untouched, and
+# down() removes exactly what the lab added. Late in the order so the lab's three settings win.
+PODMAN_DROPIN_DIR = "/etc/containers/containers.conf.d"
+PODMAN_DROPIN = os.path.join(PODMAN_DROPIN_DIR, "90-aiops-lab.conf")
+
+
+def configure_podman(dst=None):
+    """Install lab/containers.conf (runc + cgroupfs + ulimits) as a podman drop-in; idempotent."""
+    dst = dst or PODMAN_DROPIN
+    with open(os.path.join(LAB, "containers.conf")) as fh:
         wanted = fh.read()
-    current = open(dst).read() if os.path.exists(dst) else None
-    if current != wanted:
-        os.makedirs(os.path.dirname(dst), exist_ok=True)
-        with open(dst, "w") as fh:
+    try:
+        with open(dst) as fh:
+            if fh.read() == wanted:
+                return
+    except FileNotFoundError:
+        pass
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    # Whole file or nothing: podman runs concurrently and must never read half a drop-in.
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(dst), prefix=".aiops-lab-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
             fh.write(wanted)
-        log("wrote %s" % dst)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, dst)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    log("wrote %s" % dst)
+
+
+def unconfigure_podman(dst=None):
+    """Remove the lab's drop-in (only that file); the owner's containers.conf is never touched."""
+    dst = dst or PODMAN_DROPIN
+    if os.path.exists(dst):
+        os.remove(dst)
+        log("removed %s" % dst)
 
 
 # --- image ------------------------------------------------------------------------------------------
@@ -118,13 +147,17 @@ def build_image(os_name, force=False):
         run(["debootstrap", "--variant=minbase", "--include=" + ",".join(image_packages()),
              spec["suite"], rootfs, spec["mirror"]], capture=True)
         customise_rootfs(rootfs, spec)
-        tar = subprocess.Popen(["tar", "-C", rootfs, "-c", "."], stdout=subprocess.PIPE)
+        # --one-file-system: a /proc that debootstrap left mounted in the rootfs (seen once) is not archived
+        tar = subprocess.Popen(["tar", "--one-file-system", "-C", rootfs, "-c", "."], stdout=subprocess.PIPE)
         run(["podman", "import", "--change", 'CMD ["/sbin/init"]',
              "--change", "LABEL aiops.lab.key=%s" % key, "-", ref], stdin=tar.stdout, capture=True)
         tar.stdout.close()
         if tar.wait() != 0:
             raise LabError("tar of the rootfs failed")
     finally:
+        for sub in ("proc", "sys", "dev/pts"):  # never rmtree into a live /proc left mounted by debootstrap
+            if os.path.ismount(os.path.join(rootfs, sub)):
+                subprocess.run(["umount", "-l", os.path.join(rootfs, sub)], check=False)
         shutil.rmtree(rootfs, ignore_errors=True)
     log("built image %s (key %s)" % (ref, key))
     return ref
@@ -297,9 +330,12 @@ def wait_booted(name, timeout=120):
 
 def write_inventory(names):
     os.makedirs(os.path.dirname(INVENTORY), exist_ok=True)
+    # Rollout groups (group_vars/triton_servers names their order): the first host is the canary.
     lines = ["# Written by lab/labctl.py up; removed by down. Do not edit.", "---",
-             "triton_servers:", "  hosts:"]
-    lines += ["    %s:" % n for n in names]
+             "triton_servers:", "  children:", "    triton_canary:", "      hosts:"]
+    lines += ["        %s:" % n for n in names[:1]]
+    lines += ["    triton_wave_1:", "      hosts:"]
+    lines += ["        %s:" % n for n in names[1:]]
     lines += ["  vars:", "    ansible_connection: containers.podman.podman",
               "    ansible_python_interpreter: /usr/bin/python3", ""]
     with open(INVENTORY, "w") as fh:
@@ -348,6 +384,8 @@ def down():
     shutil.rmtree(STATE, ignore_errors=True)
     if left:
         raise LabError("containers survived teardown: %s" % left)
+    # Last: the containers above were created with the lab's runtime and are removed with it.
+    unconfigure_podman()
     log("lab is down")
 
 
