@@ -14,7 +14,7 @@ APT_PACKAGES := podman runc debootstrap uidmap slirp4netns iproute2 git make pyt
 STAGE := $(ROOT)/tools/stage.sh
 
 .PHONY: help setup system-packages venv collection-link lab lab-image lab-up lab-services lab-down \
-        wheelhouse models publish-models site test unit lint sanity integration molecule clean
+        wheelhouse models publish-models site test unit lint sanity integration molecule bench clean
 
 help:
 	@sed -n '2,4p' Makefile
@@ -109,6 +109,16 @@ molecule:
 	eval "$$($(PY) lab/labctl.py env)"
 	# every scenario (a dir with molecule.yml); the first failure fails the stage (.SHELLFLAGS -e)
 	for s in $$(ls molecule/*/molecule.yml | cut -d/ -f2); do echo "== molecule $$s"; molecule test -s $$s; done
+
+## --- benchmarks ---------------------------------------------------------------------------------
+# Triton as this collection deploys it vs a FastAPI + uvicorn baseline, and the serving-settings
+# sweep behind model_repository/*/model.yml; writes docs/benchmarks.md sections and docs/img/*.png.
+# About 25 minutes on 2 cores; quick iterations: BENCH_DURATION=1 BENCH_ROUNDS=1 BENCH_CONCURRENCY=1,32
+# (see tests/benchmarks/bench_serving*.py for all settings). Not part of `make test`.
+bench: models
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements/bench.txt
+	$(PY) tests/benchmarks/bench_serving_sweep.py
+	$(PY) tests/benchmarks/bench_serving.py
 
 clean: lab-down
 	rm -rf build .collection
