@@ -1,0 +1,42 @@
+"""Render roles/triton_monitoring's templates the way Ansible does, for unit tests that need no play."""
+
+import os
+
+import jinja2
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+ROLE = os.path.join(ROOT, "roles", "triton_monitoring")
+RULES_TEMPLATE = os.path.join(ROLE, "templates", "aiops-triton.rules.yml.j2")
+
+# Thresholds and for: durations the promtool tests (alerts_test.yml) are written against; fixed
+# here so a change of the role's defaults does not silently change what the tests prove.
+TEST_VARS = {
+    "triton_monitoring_failure_ratio_threshold": 0.05,
+    "triton_monitoring_queue_p99_budget_ms": 200,
+    "triton_monitoring_pending_requests_threshold": 10,
+    "triton_monitoring_gpu_memory_ratio_threshold": 0.95,
+    "triton_monitoring_gpu_utilization_threshold": 0.98,
+    "triton_monitoring_runbook_base_url": "https://runbooks.example/monitoring.md",
+}
+TEST_VARS.update(dict(("triton_monitoring_alert_for_%s" % name, "5m") for name in (
+    "down", "not_ready", "failure_ratio", "queue_p99", "pending_requests", "gpu_memory", "gpu_utilization", "drift", "drift_stale")))
+
+
+def role_file(*parts):
+    with open(os.path.join(ROLE, *parts)) as handle:
+        return yaml.safe_load(handle)
+
+
+def render_rules(overrides=None):
+    """The rules file as Ansible writes it: the #jinja2 header sets [[ ]] as variable delimiters."""
+    with open(RULES_TEMPLATE) as handle:
+        header, _, body = handle.read().partition("\n")
+    assert header.startswith("#jinja2:"), "the rules template must keep its #jinja2 delimiter header"
+    env = jinja2.Environment(variable_start_string="[[", variable_end_string="]]", undefined=jinja2.StrictUndefined,
+                             keep_trailing_newline=True)
+    context = dict(role_file("defaults", "main.yml"))
+    context.update(role_file("vars", "main.yml"))
+    context.update(TEST_VARS)
+    context.update(overrides or {})
+    return env.from_string(body).render(context)

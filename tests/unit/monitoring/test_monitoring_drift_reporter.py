@@ -1,0 +1,98 @@
+"""roles/triton_monitoring/files/triton_model_drift.py without a server (the integration tests run it
+against a real Triton): rendering, pins, key file, and its refusals."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from monitoring_render import ROLE
+
+SCRIPT = os.path.join(ROLE, "files", "triton_model_drift.py")
+spec = importlib.util.spec_from_file_location("triton_model_drift", SCRIPT)
+drift = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(drift)
+
+
+def samples(text):
+    return [line for line in text.splitlines() if line and not line.startswith("#")]
+
+
+def test_served_and_pinned_versions_are_paired():
+    text = drift.render(True, {"m": {"1", "2"}, "extra": {"1"}}, {"m": {"2", "3"}}, 1700000000)
+    assert samples(text) == [
+        "aiops_triton_server_ready 1",
+        "aiops_triton_drift_index_success 1",
+        "aiops_triton_drift_last_run_timestamp_seconds 1700000000",
+        'aiops_triton_model_version{model="extra",version="1",served="true",pinned="false"} 1',
+        'aiops_triton_model_version{model="m",version="1",served="true",pinned="false"} 1',
+        'aiops_triton_model_version{model="m",version="2",served="true",pinned="true"} 1',
+        'aiops_triton_model_version{model="m",version="3",served="false",pinned="true"} 1',
+    ]
+
+
+def test_versions_sort_numerically():
+    text = drift.render(True, {"m": {"10", "9"}}, {"m": {"9", "10"}}, 0)
+    assert [line.split('version="')[1].split('"')[0] for line in samples(text)[3:]] == ["9", "10"]
+
+
+def test_unknown_index_writes_no_version_series():
+    text = drift.render(False, None, {"m": {"1"}}, 0)
+    assert samples(text) == ["aiops_triton_server_ready 0", "aiops_triton_drift_index_success 0",
+                             "aiops_triton_drift_last_run_timestamp_seconds 0"]
+
+
+def test_label_values_are_escaped():
+    text = drift.render(True, {'a"b\\c': {"1"}}, {}, 0)
+    assert 'model="a\\"b\\\\c"' in text
+
+
+def test_key_is_read_from_the_server_roles_env_file(tmp_path):
+    env = tmp_path / "tritonserver.env"
+    env.write_text("OTHER=x\nTRITON_API_KEY=s3cret-key=with-equals\n")
+    assert drift.read_key(str(env)) == "s3cret-key=with-equals"
+    assert drift.read_key(str(tmp_path / "missing")) is None
+
+
+def run(*args):
+    return subprocess.run([sys.executable, SCRIPT] + list(args), capture_output=True, text=True, check=False)
+
+
+def test_bad_pins_are_refused_and_nothing_is_written(tmp_path):
+    pins = tmp_path / "pins.json"
+    pins.write_text(json.dumps({"m": "1"}))
+    out = tmp_path / "out.prom"
+    proc = run("--url", "http://127.0.0.1:9", "--pins", str(pins), "--output", str(out))
+    assert proc.returncode == 2
+    assert "expected a JSON object of model name -> list of versions" in proc.stderr
+    assert not out.exists()
+
+
+def test_output_must_be_a_prom_file(tmp_path):
+    pins = tmp_path / "pins.json"
+    pins.write_text("{}")
+    proc = run("--url", "http://127.0.0.1:9", "--pins", str(pins), "--output", str(tmp_path / "out.txt"))
+    assert proc.returncode == 2
+    assert "--output must end in .prom" in proc.stderr
+    assert os.listdir(str(tmp_path)) == ["pins.json"]
+
+
+def test_unreachable_triton_is_reported_not_ready(tmp_path):
+    pins = tmp_path / "pins.json"
+    pins.write_text(json.dumps({"m": [1]}))
+    out = tmp_path / "out.prom"
+    proc = run("--url", "http://127.0.0.1:9", "--pins", str(pins), "--output", str(out), "--timeout", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert samples(out.read_text())[:2] == ["aiops_triton_server_ready 0", "aiops_triton_drift_index_success 0"]
+    assert [name for name in os.listdir(str(tmp_path)) if name.startswith(".")] == []
+
+
+@pytest.mark.parametrize("content", ["[1, 2]", "{not json"])
+def test_malformed_pins_are_refused(tmp_path, content):
+    pins = tmp_path / "pins.json"
+    pins.write_text(content)
+    proc = run("--url", "http://127.0.0.1:9", "--pins", str(pins), "--output", str(tmp_path / "o.prom"))
+    assert proc.returncode == 2 and "cannot read pins" in proc.stderr
