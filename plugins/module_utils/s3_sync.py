@@ -8,13 +8,20 @@ Layout on the host (Triton's model repository)::
     <repository>/<model>/<version>/...                  live versions Triton loads
     <repository>/<model>/<version>/.aiops-manifest.sha256   digest of the manifest it came from
     <repository>/<model>/.aiops-staging-<v>-<random>/   downloads in progress
-    <repository>/<model>/.aiops-old-<v>-<random>/       a version being replaced or removed
+    <repository>/<model>/.aiops-old-<v>-<random>/       a version on its way out: only ever deleted
+    <repository>/<model>/.aiops-swap-<v>-<random>/      fallback swap only: the whole live version,
+                                                        moved aside for the instant between two renames
     <repository>/<model>/.aiops-sync.lock               one sync per model at a time
 
 Work dirs live *inside the model dir* because that is the only place sure to be on the
 repository's filesystem (so rename is atomic) that Triton ignores: it skips version dirs
 that are not integers, but treats every top-level dir of the repository as a model and
 refuses to start when one has no config (seen with Triton 2.51).
+
+Every run that changes the host takes the lock, cleans what a killed run left, then reads the
+local versions and plans: a plan made before the lock could be stale by the time it is held.
+A version is deleted only under an ``.aiops-old-`` name, which recovery deletes and never
+restores; only a complete ``.aiops-swap-`` dir whose live name is missing is put back.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -50,17 +57,18 @@ except ImportError:
     class ClientError(Exception):
         pass
 
-from ansible_collections.aiops.triton.plugins.module_utils.fs import fsync_dir
+from ansible_collections.aiops.triton.plugins.module_utils.fs import fsync_dir, rename_exchange
 from ansible_collections.aiops.triton.plugins.module_utils.manifest import (
     MANIFEST_NAME,
+    MARKER_NAME,
     ManifestError,
     load_manifest,
     manifest_digest,
 )
 
-MARKER_NAME = ".aiops-manifest.sha256"
 STAGING_PREFIX = ".aiops-staging-"
 OLD_PREFIX = ".aiops-old-"
+SWAP_PREFIX = ".aiops-swap-"
 LOCK_NAME = ".aiops-sync.lock"
 CHECKSUM_MODES = ("when_required", "when_supported")
 _READ_CHUNK = 1024 * 1024
@@ -73,6 +81,10 @@ _CREDENTIAL_CODES = ("InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenie
 
 class S3SyncError(Exception):
     """A sync failed; the message says what and where, for a person to act on."""
+
+
+class IncompleteVersion(S3SyncError):
+    """A version has objects but no manifest: still being published (or abandoned)."""
 
 
 class RemoteVersion(object):
@@ -132,14 +144,18 @@ def local_versions(model_dir):
         return found
     for name in os.listdir(model_dir):
         path = os.path.join(model_dir, name)
-        if not _VERSION_RE.match(name) or not os.path.isdir(path):
-            continue
-        try:
-            with open(os.path.join(path, MARKER_NAME)) as handle:
-                found[int(name)] = handle.read().strip() or None
-        except (IOError, OSError):
-            found[int(name)] = None
+        if _VERSION_RE.match(name) and os.path.isdir(path):
+            found[int(name)] = _read_marker(path)
     return found
+
+
+def _read_marker(version_dir):
+    """The manifest digest a version dir was installed from; None for a dir this module did not write."""
+    try:
+        with open(os.path.join(version_dir, MARKER_NAME)) as handle:
+            return handle.read().strip() or None
+    except (IOError, OSError):
+        return None
 
 
 def render_diff(model_dir, before, after):
@@ -152,7 +168,7 @@ def render_diff(model_dir, before, after):
 # ---------------------------------------------------------------- S3 access
 
 def make_client(endpoint_url=None, region=None, access_key=None, secret_key=None, session_token=None, profile=None,
-                validate_certs=True, ca_bundle=None, checksum_mode="when_required", concurrency=8):
+                validate_certs=True, ca_bundle=None, checksum_mode="when_required", concurrency=8, timeout=60):
     """An S3 client set up for S3-compatible stores.
 
     boto3 >= 1.36 sends CRC checksums on every request and asks for them on every response
@@ -160,7 +176,8 @@ def make_client(endpoint_url=None, region=None, access_key=None, secret_key=None
     default is ``when_required``.  Path-style addressing whenever a custom endpoint is used.
     """
     kwargs = {"signature_version": "s3v4", "max_pool_connections": max(10, concurrency + 2),
-              "retries": {"max_attempts": 3, "mode": "standard"}, "connect_timeout": 10, "read_timeout": 60}
+              "retries": {"max_attempts": 3, "mode": "standard"}, "connect_timeout": min(10, timeout),
+              "read_timeout": timeout}
     if endpoint_url:
         kwargs["s3"] = {"addressing_style": "path"}
     try:
@@ -184,13 +201,16 @@ def s3_error(exc, doing):
     if isinstance(exc, ClientError):
         code = str(exc.response.get("Error", {}).get("Code", ""))
         if code in _CREDENTIAL_CODES:
-            return S3SyncError("S3 refused the credentials (%s) while %s: check access_key/secret_key/profile" % (code, doing))
+            return S3SyncError("S3 refused the credentials (%s) while %s: check access_key/secret_key/profile and the "
+                               "bucket policy" % (code, doing))
         if code == "NoSuchBucket":
             return S3SyncError("S3 bucket does not exist (while %s)" % doing)
         return S3SyncError("S3 error %s while %s: %s" % (code, doing, exc))
     name = type(exc).__name__
     if "Credentials" in name:
         return S3SyncError("no S3 credentials found while %s: %s" % (doing, exc))
+    if "ReadTimeout" in name:
+        return S3SyncError("S3 request timed out while %s (no answer within the timeout, after retries): %s" % (doing, exc))
     if "Connect" in name or "Endpoint" in name or "Timeout" in name:
         return S3SyncError("cannot reach the S3 endpoint while %s: %s" % (doing, exc))
     return S3SyncError("S3 request failed while %s: %s" % (doing, exc))
@@ -216,7 +236,11 @@ def list_remote_versions(client, bucket, prefix, model):
 
 
 def fetch_remote_version(client, bucket, prefix, model, version, allow_unverified):
-    """Read a version's manifest; None when the version has no objects at all."""
+    """Read a version's manifest; None when the version has no objects at all.
+
+    Raises IncompleteVersion when objects exist but the manifest does not (and unverified
+    versions are not allowed); any other failure to read or parse the manifest is an S3SyncError.
+    """
     key = version_prefix(prefix, model, version) + MANIFEST_NAME
     try:
         data = client.get_object(Bucket=bucket, Key=key)["Body"].read()
@@ -226,7 +250,7 @@ def fetch_remote_version(client, bucket, prefix, model, version, allow_unverifie
         data = None
     if data is not None:
         try:
-            manifest = load_manifest(data)
+            manifest = load_manifest(data, model=model, version=version)
         except ManifestError as exc:
             raise S3SyncError("s3://%s/%s: %s" % (bucket, key, exc))
         files = [{"path": f["path"], "size": f["size"], "sha256": f["sha256"]} for f in manifest["files"]]
@@ -235,7 +259,7 @@ def fetch_remote_version(client, bucket, prefix, model, version, allow_unverifie
     if not objects:
         return None
     if not allow_unverified:
-        raise S3SyncError("s3://%s/%s has no %s: an incomplete publish is refused (allow_unverified=true syncs it "
+        raise IncompleteVersion("s3://%s/%s has no %s: an incomplete publish is refused (allow_unverified=true syncs it "
                           "checked by size and MD5 ETag)" % (bucket, version_prefix(prefix, model, version), MANIFEST_NAME))
     return _unverified_version(bucket, prefix, model, version, objects)
 
@@ -282,15 +306,15 @@ def resolve_wanted(client, bucket, prefix, model, versions, latest, allow_unveri
                     version, model, bucket, version_prefix(prefix, model)))
             resolved[version] = remote
         return resolved
-    # latest N: newest complete versions; a version still being published (no manifest) is skipped.
+    # latest N: newest complete versions. Only a missing manifest means "still being published";
+    # any other error (5xx, timeout, access denied, a malformed manifest) fails, since skipping it
+    # would resolve to an older version and could delete the newer one.
     for version in sorted(list_remote_versions(client, bucket, prefix, model), reverse=True):
         if len(resolved) >= latest:
             break
         try:
             remote = fetch_remote_version(client, bucket, prefix, model, version, allow_unverified)
-        except S3SyncError:
-            if allow_unverified:
-                raise
+        except IncompleteVersion:
             continue
         if remote is not None:
             resolved[version] = remote
@@ -302,7 +326,11 @@ def resolve_wanted(client, bucket, prefix, model, versions, latest, allow_unveri
 # ---------------------------------------------------------------- transfer
 
 class _FileJob(object):
-    """One file being written by one or more ranged GETs; hashed in order as parts land."""
+    """One file being written by one or more ranged GETs; hashed in order as parts land.
+
+    The file is opened when its first part starts and closed when its last part is done, so
+    open descriptors are bounded by the transfer's concurrency, not by the number of files.
+    """
 
     def __init__(self, entry, key, path, part_size):
         self.entry = entry
@@ -316,6 +344,25 @@ class _FileJob(object):
         self.next_part = 0
         self.lock = threading.Lock()
         self.fd = None
+        self.created = False
+
+    def open(self):
+        """The descriptor to write to, creating and reserving the file on first use."""
+        with self.lock:
+            if self.fd is None:
+                if self.created:
+                    raise S3SyncError("%s: reopened after it was closed" % self.path)
+                self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+                self.created = True
+                if self.entry["size"]:
+                    _reserve(self.fd, self.entry["size"], self.path)
+            return self.fd
+
+    def close(self):
+        with self.lock:
+            if self.fd is not None:
+                os.close(self.fd)
+                self.fd = None
 
 
 class Transfer(object):
@@ -333,16 +380,18 @@ class Transfer(object):
 
     def download(self, base_key, remote, dest):
         jobs = []
+        made = set([dest])
         try:
             for entry in remote.files:
                 path = os.path.join(dest, *entry["path"].split("/"))
-                if not os.path.isdir(os.path.dirname(path)):
-                    os.makedirs(os.path.dirname(path))
-                job = _FileJob(entry, base_key + entry["path"], path, self.part_size)
-                job.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
-                jobs.append(job)
-                if entry["size"]:
-                    _reserve(job.fd, entry["size"], path)
+                parent = os.path.dirname(path)
+                if parent not in made:
+                    if not os.path.isdir(parent):
+                        os.makedirs(parent)
+                    made.add(parent)
+                jobs.append(_FileJob(entry, base_key + entry["path"], path, self.part_size))
+            # The pool takes parts in this order (file by file), so at most one file beyond those
+            # with a part in flight is open at any time.
             tasks = [(job, index) for job in jobs for index in range(len(job.parts))]
             with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
                 futures = [pool.submit(self._fetch_part, job, index) for job, index in tasks]
@@ -355,9 +404,8 @@ class Transfer(object):
                     if future.done() and not future.cancelled() and future.exception() is not None:
                         raise future.exception()
         finally:
-            for job in jobs:
-                if job.fd is not None:
-                    os.close(job.fd)
+            for job in jobs:  # those a failure left open
+                job.close()
 
     def _fetch_part(self, job, index):
         if self._abort.is_set():
@@ -367,6 +415,7 @@ class Transfer(object):
         if len(job.parts) > 1:
             kwargs["Range"] = "bytes=%d-%d" % (offset, offset + length - 1)
         try:
+            fd = job.open()
             response = self.client.get_object(**kwargs)
             if len(job.parts) == 1 and response.get("ContentLength") != job.entry["size"]:
                 raise S3SyncError("%s: size mismatch: manifest says %d bytes, S3 object has %s" % (
@@ -380,7 +429,7 @@ class Transfer(object):
                 chunk = body.read(_READ_CHUNK)
                 if not chunk:
                     break
-                _write_all(job.fd, chunk, position, job.path)
+                _write_all(fd, chunk, position, job.path)
                 if inline:
                     job.hasher.update(chunk)
                 position += len(chunk)
@@ -388,6 +437,8 @@ class Transfer(object):
                     self.bytes += len(chunk)
         except (BotoCoreError, ClientError) as exc:
             raise s3_error(exc, "downloading s3://%s/%s" % (self.bucket, job.key))
+        except OSError as exc:
+            raise _disk_error(exc, job.path)
         if position - offset != length:
             raise S3SyncError("%s: size mismatch: expected %d bytes at offset %d, got %d" % (
                 job.entry["path"], length, offset, position - offset))
@@ -409,6 +460,8 @@ class Transfer(object):
             if len(job.done) < len(job.parts):
                 return
             os.fsync(job.fd)
+            os.close(job.fd)
+            job.fd = None
         actual = job.hasher.hexdigest()
         expected = job.entry[job.algo]
         if actual != expected:
@@ -452,12 +505,52 @@ def _fsync_tree(root):
         fsync_dir(dirpath)
 
 
-def _aside(model_dir, version):
-    """Move a live version out of Triton's sight in one rename; returns where it went."""
-    target = tempfile.mkdtemp(prefix="%s%d-" % (OLD_PREFIX, version), dir=model_dir)
+def _work_name(model_dir, prefix, version):
+    """A fresh, unused work-dir path in the model dir (named, not created)."""
+    target = tempfile.mkdtemp(prefix="%s%d-" % (prefix, version), dir=model_dir)
     os.rmdir(target)
-    os.rename(os.path.join(model_dir, str(version)), target)
     return target
+
+
+def _delete(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    elif os.path.lexists(path):
+        os.unlink(path)
+
+
+def recovery_actions(model_dir):
+    """What a killed run left in ``model_dir`` and what to do with it: [(action, name)].
+
+    Staging and ``.aiops-old-`` dirs are deleted (an old dir may be half deleted: it is never
+    put back). A ``.aiops-swap-`` dir is a complete live version moved aside by the fallback
+    swap; it is restored when its version's live name is missing, deleted otherwise.
+    """
+    actions = []
+    if not os.path.isdir(model_dir):
+        return actions
+    restored = set()
+    for name in sorted(os.listdir(model_dir)):
+        if name.startswith(SWAP_PREFIX):
+            version = name[len(SWAP_PREFIX):].split("-", 1)[0]
+            if _VERSION_RE.match(version) and version not in restored and not os.path.lexists(os.path.join(model_dir, version)):
+                restored.add(version)
+                actions.append(("restore", name))
+            else:
+                actions.append(("delete", name))
+        elif name.startswith((STAGING_PREFIX, OLD_PREFIX)):
+            actions.append(("delete", name))
+    return actions
+
+
+def local_versions_after_recovery(model_dir):
+    """local_versions as they will be once recovery has run (read-only, for check mode)."""
+    found = local_versions(model_dir)
+    for action, name in recovery_actions(model_dir):
+        if action == "restore":
+            version = int(name[len(SWAP_PREFIX):].split("-", 1)[0])
+            found[version] = _read_marker(os.path.join(model_dir, name))
+    return found
 
 
 def check_free_space(model_dir, needed):
@@ -473,6 +566,7 @@ class ModelDir(object):
     def __init__(self, repository, model):
         self.path = os.path.join(repository, model)
         self.created = False
+        self.recovered = []
         self._lock_fd = None
 
     def __enter__(self):
@@ -481,7 +575,7 @@ class ModelDir(object):
             self.created = True
         self._lock_fd = os.open(os.path.join(self.path, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
         fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
-        self.recover()
+        self.recovered = self.recover()
         return self
 
     def __exit__(self, *exc):
@@ -490,22 +584,22 @@ class ModelDir(object):
             shutil.rmtree(self.path, ignore_errors=True)
 
     def recover(self):
-        """Under the lock every work dir is stale: drop staging, put back a version caught mid-swap."""
-        for name in sorted(os.listdir(self.path)):
+        """Under the lock every work dir is stale. Returns the names it dealt with."""
+        actions = recovery_actions(self.path)
+        for action, name in actions:
             path = os.path.join(self.path, name)
-            if name.startswith(STAGING_PREFIX):
-                shutil.rmtree(path, ignore_errors=True)
-            elif name.startswith(OLD_PREFIX):
-                version = name[len(OLD_PREFIX):].split("-", 1)[0]
-                live = os.path.join(self.path, version)
-                if _VERSION_RE.match(version) and not os.path.exists(live):
-                    os.rename(path, live)
-                else:
-                    shutil.rmtree(path, ignore_errors=True)
+            if action == "restore":
+                os.rename(path, os.path.join(self.path, name[len(SWAP_PREFIX):].split("-", 1)[0]))
+            else:
+                _delete(path)
+        if actions:
+            fsync_dir(self.path)
+        return [name for _action, name in actions]
 
     def install(self, transfer, base_key, remote):
-        """Download into staging, verify, then swap in by rename; staging never outlives a failure."""
+        """Download into staging, verify, then put it live in one atomic step; staging never outlives a failure."""
         staging = tempfile.mkdtemp(prefix="%s%d-" % (STAGING_PREFIX, remote.version), dir=self.path)
+        previous = None
         try:
             transfer.download(base_key, remote, staging)
             with open(os.path.join(staging, MARKER_NAME), "w") as handle:
@@ -515,19 +609,46 @@ class ModelDir(object):
             os.chmod(staging, 0o755)
             _fsync_tree(staging)
             live = os.path.join(self.path, str(remote.version))
-            old = _aside(self.path, remote.version) if os.path.lexists(live) else None
-            os.rename(staging, live)
+            if os.path.lexists(live):
+                previous = self._swap(staging, live, remote.version)
+            else:
+                os.rename(staging, live)
             fsync_dir(self.path)
         except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
+            if previous is None:
+                shutil.rmtree(staging, ignore_errors=True)
             raise
-        if old:
-            shutil.rmtree(old, ignore_errors=True)
+        if previous:
+            self._discard(previous, remote.version)
+
+    def _swap(self, staging, live, version):
+        """Make ``staging`` the live version; returns where the previous live version now is.
+
+        renameat2(RENAME_EXCHANGE) swaps the two names at once, so ``<model>/<v>`` always exists.
+        Where the kernel or filesystem cannot, two renames: for an instant ``<v>`` is missing, and a
+        run killed in that instant leaves the previous version under ``.aiops-swap-``, which the
+        next run restores.
+        """
+        if rename_exchange(staging, live):
+            return staging
+        aside = _work_name(self.path, SWAP_PREFIX, version)
+        os.rename(live, aside)
+        try:
+            os.rename(staging, live)
+        except BaseException:
+            os.rename(aside, live)
+            raise
+        return aside
+
+    def _discard(self, path, version):
+        """Delete a version that is out of Triton's sight, under a name recovery never restores."""
+        old = _work_name(self.path, OLD_PREFIX, version)
+        os.rename(path, old)
+        fsync_dir(self.path)
+        _delete(old)
 
     def remove(self, version):
-        old = _aside(self.path, version)
-        fsync_dir(self.path)
-        shutil.rmtree(old, ignore_errors=True)
+        self._discard(os.path.join(self.path, str(version)), version)
 
 
 # ---------------------------------------------------------------- entry points
@@ -540,20 +661,27 @@ def sync_present(client, bucket, prefix, model, repository, versions=None, lates
     model_dir = os.path.join(repository, model)
     remotes = resolve_wanted(client, bucket, prefix, model, versions, latest, allow_unverified)
     digests = dict((v, r.digest) for v, r in remotes.items())
-    before = local_versions(model_dir)
-    plan = plan_sync(list(remotes), digests, before, keep_versions)
-    result = {"changed": bool(plan["add"] or plan["replace"] or plan["remove"]), "plan": plan,
-              "bytes_transferred": 0, "files_transferred": 0}
-    after = dict((v, before[v]) for v in plan["retained"])
-    after.update(digests)
-    result["diff"] = render_diff(model_dir, before, after)
-    if check_mode or not result["changed"]:
+    result = {"bytes_transferred": 0, "files_transferred": 0}
+
+    def planned(before, recovered):
+        plan = plan_sync(list(remotes), digests, before, keep_versions)
+        after = dict((v, before[v]) for v in plan["retained"])
+        after.update(digests)
+        result.update(changed=bool(plan["add"] or plan["replace"] or plan["remove"] or recovered), plan=plan,
+                      recovered=recovered, diff=render_diff(model_dir, before, after))
+        return plan
+
+    if check_mode:
+        planned(local_versions_after_recovery(model_dir), [name for _a, name in recovery_actions(model_dir)])
         result["seconds"] = round(time.time() - started, 3)
         return result
-    fetch = plan["add"] + plan["replace"]
     transfer = Transfer(client, bucket, concurrency, part_size)
     try:
+        # Even a run with nothing to download takes the lock (recovery runs under it), and plans
+        # only once it holds it: a run that held it before may have installed what this one wants.
         with ModelDir(repository, model) as mdir:
+            plan = planned(local_versions(mdir.path), mdir.recovered)
+            fetch = plan["add"] + plan["replace"]
             if fetch:
                 check_free_space(mdir.path, sum(remotes[v].size for v in fetch))
             for version in fetch:
@@ -574,15 +702,24 @@ def sync_absent(repository, model, versions=None, check_mode=False):
     """Remove the given versions (all versions when None); config.pbtxt and the model dir stay."""
     started = time.time()
     model_dir = os.path.join(repository, model)
-    before = local_versions(model_dir)
-    remove = sorted(v for v in before if versions is None or v in versions)
-    after = dict((v, d) for v, d in before.items() if v not in remove)
-    plan = {"add": [], "replace": [], "unchanged": [], "retained": sorted(after), "remove": remove, "kept": sorted(after)}
-    result = {"changed": bool(remove), "plan": plan, "bytes_transferred": 0, "files_transferred": 0,
-              "diff": render_diff(model_dir, before, after)}
-    if remove and not check_mode:
-        with ModelDir(repository, model) as mdir:
-            for version in remove:
-                mdir.remove(version)
+    result = {"bytes_transferred": 0, "files_transferred": 0}
+
+    def planned(before, recovered):
+        remove = sorted(v for v in before if versions is None or v in versions)
+        after = dict((v, d) for v, d in before.items() if v not in remove)
+        plan = {"add": [], "replace": [], "unchanged": [], "retained": sorted(after), "remove": remove, "kept": sorted(after)}
+        result.update(changed=bool(remove or recovered), plan=plan, recovered=recovered,
+                      diff=render_diff(model_dir, before, after))
+        return plan
+
+    if check_mode or not os.path.isdir(model_dir):
+        planned(local_versions_after_recovery(model_dir), [name for _a, name in recovery_actions(model_dir)])
+    else:
+        try:
+            with ModelDir(repository, model) as mdir:
+                for version in planned(local_versions(mdir.path), mdir.recovered)["remove"]:
+                    mdir.remove(version)
+        except OSError as exc:
+            raise _disk_error(exc, model_dir)
     result["seconds"] = round(time.time() - started, 3)
     return result

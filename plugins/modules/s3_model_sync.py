@@ -19,12 +19,23 @@ description:
     the publisher). A version already on disk whose marker file C(.aiops-manifest.sha256) holds the same
     manifest hash is not downloaded again; one with a different hash is replaced.
   - Files are downloaded in parallel (threads; files larger than O(part_size_mb) as parallel ranged GETs) into
-    C(<repository>/<model>/.aiops-staging-<version>-<random>/) on the repository's filesystem. Every file's size
-    and sha256 is checked against the manifest, files and directories are fsynced, the marker is written, and
-    the directory is renamed into place in one atomic step, so a running Triton never sees a partial version.
-    Triton ignores the staging directory because its name is not an integer.
-  - Replacing a version is also atomic for Triton's view of it; the live directory is renamed aside, the new one
-    renamed in, and only then is the old one deleted. Removing a version renames it aside before deleting it.
+    C(<repository>/<model>/.aiops-staging-<version>-<random>/) on the repository's filesystem. A file is open only
+    while it is being written, so open descriptors stay bounded by O(concurrency) whatever the number of files.
+    Every file's size and sha256 is checked against the manifest, files and directories are fsynced, the marker is
+    written, and the directory is renamed into place in one atomic step, so a running Triton never sees a partial
+    version. Triton ignores the staging directory because its name is not an integer.
+  - Replacing a version is one atomic step, C(renameat2(RENAME_EXCHANGE)) of the staging and live directories, so
+    C(<model>/<version>) always exists, holding either the whole old or the whole new version; the old one is
+    then deleted. Where the kernel or filesystem has no exchange (Linux before 3.15, NFS, not Linux) it falls back
+    to two renames, with an instant in which C(<model>/<version>) is missing; a run killed in that instant leaves
+    the old version aside complete, and the next run puts it back. See C(docs/s3-sync-atomicity.md) in the
+    collection for exactly what is atomic.
+  - Removing a version renames it out of Triton's sight in one step, then deletes it. A removal is never undone:
+    a run killed while deleting leaves a half-deleted directory that the next run deletes, never restores.
+  - The manifest is checked before anything is written. Every entry needs a safe relative C(path) (a string,
+    no NUL byte, no empty, C(.) or C(..) component, no duplicate, no file that is also another entry's directory,
+    not C(MANIFEST.json) or the marker C(.aiops-manifest.sha256)), an integer C(size) and a lower-case hex
+    C(sha256); its C(model) and C(version) must be where it is published. The error names the manifest and entry.
   - A version without C(MANIFEST.json) is an incomplete publish and is refused, unless O(allow_unverified=true),
     which checks each object by size and its MD5 ETag instead. Multipart and SSE-KMS ETags are not MD5s of the
     object, so such objects are refused even then.
@@ -32,9 +43,12 @@ description:
     first, up to O(keep_versions); the rest are removed. C(config.pbtxt) is not touched by this module.
   - On failure nothing live changes. S3 unreachable or refused credentials fail before anything is written.
     A file whose sha256 differs fails naming the file, the expected and the actual hash. A full disk fails with
-    a clear message. Staging is removed in every case, and a run killed outright (SIGKILL) leaves only a staging
-    directory that Triton ignores and the next run removes before it starts (one run per model at a time,
-    serialized by a lock file C(.aiops-sync.lock) in the model directory).
+    a clear message. Staging is removed in every case, and a run killed outright (SIGKILL) leaves only work
+    directories that Triton ignores and the next run cleans up first (see RV(recovered)).
+  - One run per model at a time, serialized by a lock file C(.aiops-sync.lock) in the model directory. Every run
+    takes it, even one with nothing to download, and reads the local versions and plans only once it holds it,
+    so a run queued behind another (an orphaned run still finishing) does not download again what that one
+    installed.
   - In check mode it resolves and plans (listing S3 and reading manifests) but downloads and changes nothing.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
@@ -70,7 +84,9 @@ options:
     elements: int
   latest:
     description:
-      - Have the newest N complete versions (versions still being published, without a manifest, are skipped).
+      - Have the newest N complete versions. Only a version without a manifest (still being published) is skipped;
+        any other error reading a manifest (an S3 5xx, a timeout, access denied, a malformed manifest) fails the task,
+        since skipping it would resolve to an older version and could remove the newer one.
       - Mutually exclusive with O(versions); only for O(state=present).
     type: int
   repository:
@@ -128,9 +144,15 @@ options:
     choices: [when_required, when_supported]
     default: when_required
   concurrency:
-    description: Parallel S3 requests (download threads).
+    description: Parallel S3 requests (download threads); also bounds the files open at once.
     type: int
     default: 8
+  timeout:
+    description:
+      - Seconds to wait for each S3 request to connect (at most 10) and for each read to answer. A request that
+        times out is retried twice, then the task fails.
+    type: int
+    default: 60
   part_size_mb:
     description: Files larger than this are fetched as parallel ranged GETs of this size.
     type: int
@@ -218,6 +240,15 @@ seconds:
   returned: always
   type: float
   sample: 1.42
+recovered:
+  description:
+    - Work directories a killed run had left in the model directory that this run dealt with before anything else
+      (staging and half-removed versions deleted, a version caught mid-swap by the fallback put back). In check
+      mode, what it would deal with. Their presence makes the run report a change.
+  returned: always
+  type: list
+  elements: str
+  sample: [".aiops-staging-3-k2j4x9a1"]
 model_path:
   description: The model's directory in the repository.
   returned: always
@@ -242,7 +273,7 @@ def run(module):
         endpoint_url=params["endpoint_url"], region=params["region"], access_key=params["access_key"],
         secret_key=params["secret_key"], session_token=params["session_token"], profile=params["profile"],
         validate_certs=params["validate_certs"], ca_bundle=params["ca_bundle"], checksum_mode=params["checksum_mode"],
-        concurrency=params["concurrency"])
+        concurrency=params["concurrency"], timeout=params["timeout"])
     return s3_sync.sync_present(
         client, params["bucket"], params["prefix"], params["model"], params["repository"],
         versions=params["versions"], latest=params["latest"], keep_versions=params["keep_versions"],
@@ -254,7 +285,7 @@ def validate(params):
     model = params["model"]
     if not model or "/" in model or model.startswith(".") or model in ("op_defs", "graphs", "resource"):
         raise s3_sync.S3SyncError("model %r is not a usable Triton model directory name" % model)
-    for name in ("keep_versions", "latest", "concurrency", "part_size_mb"):
+    for name in ("keep_versions", "latest", "concurrency", "part_size_mb", "timeout"):
         value = params[name]
         if value is not None and value < (0 if name == "keep_versions" else 1):
             raise s3_sync.S3SyncError("%s must be %s, got %d" % (name, ">= 0" if name == "keep_versions" else ">= 1", value))
@@ -283,6 +314,7 @@ def main():
             ca_bundle=dict(type="path"),
             checksum_mode=dict(type="str", choices=list(s3_sync.CHECKSUM_MODES), default="when_required"),
             concurrency=dict(type="int", default=8),
+            timeout=dict(type="int", default=60),
             part_size_mb=dict(type="int", default=16),
             allow_unverified=dict(type="bool", default=False),
         ),

@@ -14,14 +14,12 @@ import pytest
 
 from ansible_collections.aiops.triton.plugins.module_utils import s3_sync
 
-from s3_fixtures import CREDS, MotoServer, free_port, publish_version
+from s3_fixtures import (BUCKET, CREDS, PREFIX, ROOT, SYNC_MODULE, MotoServer, assert_version, base_args, files_for, free_port,
+                         module_args_file, publish_version, run_module, snapshot, work_dirs)
 
 pytestmark = pytest.mark.integration
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MODULE = os.path.join(ROOT, "plugins", "modules", "s3_model_sync.py")
-BUCKET = "models"
-PREFIX = "triton"
+MODULE = SYNC_MODULE
 
 
 @pytest.fixture(scope="module")
@@ -42,63 +40,6 @@ def repo(tmp_path):
     path = tmp_path / "repository"
     path.mkdir()
     return path
-
-
-def files_for(seed, big=0):
-    """A version's files: a weights blob, nested small files; different per seed."""
-    rnd = hashlib.sha256(b"seed-%d" % seed).digest()
-    files = {"model.bin": rnd * 4096, "tokenizer/vocab.txt": b"token-%d\n" % seed * 100, "labels.json": b"[]"}
-    if big:
-        files["model.bin"] = os.urandom(big)
-    return files
-
-
-def module_args_file(tmp_path, args):
-    path = tmp_path / ("args-%d.json" % time.monotonic_ns())
-    path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    return str(path)
-
-
-def base_args(moto, repo, model, **extra):
-    args = {"bucket": BUCKET, "prefix": PREFIX, "model": model, "repository": str(repo),
-            "endpoint_url": moto.endpoint, "access_key": "testing", "secret_key": "testing"}
-    args.update(extra)
-    return args
-
-
-def run_module(tmp_path, args, check=False, diff=False):
-    args = dict(args, _ansible_check_mode=check, _ansible_diff=diff)
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, ".collection"))
-    proc = subprocess.run([sys.executable, MODULE, module_args_file(tmp_path, args)],
-                          capture_output=True, text=True, env=env, timeout=120, check=False)
-    assert proc.stdout, proc.stderr
-    return json.loads(proc.stdout)
-
-
-def snapshot(path):
-    """Every path under ``path`` with its content hash: what 'nothing changed' is checked against."""
-    state = {}
-    for root, dirs, names in os.walk(str(path)):
-        for name in dirs:
-            state[os.path.relpath(os.path.join(root, name), str(path))] = "dir"
-        for name in names:
-            full = os.path.join(root, name)
-            with open(full, "rb") as handle:
-                state[os.path.relpath(full, str(path))] = hashlib.sha256(handle.read()).hexdigest()
-    return state
-
-
-def work_dirs(model_dir):
-    return [n for n in os.listdir(str(model_dir)) if n.startswith((s3_sync.STAGING_PREFIX, s3_sync.OLD_PREFIX))]
-
-
-def assert_version(model_dir, version, files, digest):
-    vdir = model_dir / str(version)
-    for rel, data in files.items():
-        assert (vdir / rel).read_bytes() == data
-    assert (vdir / s3_sync.MARKER_NAME).read_text().strip() == digest
-    on_disk = sorted(os.path.relpath(os.path.join(r, n), str(vdir)) for r, _d, ns in os.walk(str(vdir)) for n in ns)
-    assert on_disk == sorted(list(files) + [s3_sync.MARKER_NAME])
 
 
 def test_first_sync_then_noop_resync(moto, s3, repo, tmp_path):

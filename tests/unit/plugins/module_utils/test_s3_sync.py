@@ -57,16 +57,22 @@ def test_render_diff_lists_versions_with_hashes():
     assert diff["before_header"] == "/r/m"
 
 
-def test_recover_removes_staging_and_restores_a_version_caught_mid_swap(tmp_path):
+def test_recover_never_restores_a_version_being_deleted_only_one_caught_mid_swap(tmp_path):
     model_dir = tmp_path / "m"
     make_version(model_dir, s.STAGING_PREFIX + "5-abc", "partial")
-    make_version(model_dir, s.OLD_PREFIX + "4-def", "old4")   # live 4 gone: killed between the renames
-    make_version(model_dir, s.OLD_PREFIX + "2-ghi", "old2")   # live 2 present: the old copy is garbage
+    make_version(model_dir, s.OLD_PREFIX + "4-def", "old4")    # live 4 gone: killed while deleting it
+    make_version(model_dir, s.OLD_PREFIX + "2-ghi", "old2")    # replaced, killed while deleting the old copy
     make_version(model_dir, "2", "new2")
-    with s.ModelDir(str(tmp_path), "m"):
-        pass
-    assert sorted(os.listdir(str(model_dir))) == sorted(["2", "4", s.LOCK_NAME])
-    assert s.local_versions(str(model_dir)) == {2: "new2", 4: "old4"}
+    make_version(model_dir, s.SWAP_PREFIX + "3-jkl", "old3")   # fallback swap killed between its renames
+    make_version(model_dir, s.SWAP_PREFIX + "2-mno", "older2")  # live 2 present: garbage
+    assert s.local_versions_after_recovery(str(model_dir)) == {2: "new2", 3: "old3"}
+    with s.ModelDir(str(tmp_path), "m") as mdir:
+        assert mdir.recovered == sorted([s.OLD_PREFIX + "2-ghi", s.OLD_PREFIX + "4-def", s.STAGING_PREFIX + "5-abc",
+                                         s.SWAP_PREFIX + "2-mno", s.SWAP_PREFIX + "3-jkl"])
+    assert sorted(os.listdir(str(model_dir))) == sorted(["2", "3", s.LOCK_NAME])
+    assert s.local_versions(str(model_dir)) == {2: "new2", 3: "old3"}
+    with s.ModelDir(str(tmp_path), "m") as mdir:
+        assert mdir.recovered == []
 
 
 def test_model_dir_created_by_a_failed_sync_is_removed(tmp_path):
