@@ -1,11 +1,13 @@
 """Planning, local state and recovery logic of the S3 sync engine (no network)."""
 
+import errno
 import os
+import threading
 
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
 
-from ansible_collections.aiops.triton.plugins.module_utils import s3_sync as s
+from ansible_collections.aiops.triton.plugins.module_utils import fs, s3_sync as s
 
 
 @pytest.mark.parametrize("wanted,remote,local,keep,expected", [
@@ -89,6 +91,72 @@ def test_remove_takes_version_out_of_sight_first(tmp_path):
         mdir.remove(1)
     assert s.local_versions(str(tmp_path / "m")) == {2: "b"}
     assert [n for n in os.listdir(str(tmp_path / "m")) if n.startswith(s.OLD_PREFIX)] == []
+
+
+def swap_scene(tmp_path):
+    model_dir = tmp_path / "m"
+    make_version(model_dir, "1", "old")
+    (model_dir / "1" / "weights").write_text("old")
+    return model_dir
+
+
+def staged(model_dir, marker):
+    staging = make_version(model_dir, s.STAGING_PREFIX + "1-" + marker, marker)
+    (staging / "weights").write_text(marker)
+    return str(staging)
+
+
+def test_replace_is_one_exchange_and_a_watcher_never_misses_the_version(tmp_path):
+    model_dir = swap_scene(tmp_path)
+    live = str(model_dir / "1")
+    seen, stop = [], threading.Event()
+
+    def watch():  # what Triton's repository poll would see, as fast as it can look
+        while not stop.is_set():
+            seen.append(s._read_marker(live))
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        with s.ModelDir(str(tmp_path), "m") as mdir:
+            for round_ in range(200):
+                marker = "v%d" % round_
+                previous = mdir._swap(staged(model_dir, marker), live, 1)
+                assert s._read_marker(live) == marker and os.path.basename(previous).startswith(s.STAGING_PREFIX)
+                mdir._discard(previous, 1)
+    finally:
+        stop.set()
+        watcher.join()
+    assert len(seen) > 200 and None not in seen  # never absent, never a dir without its marker
+    assert sorted(os.listdir(str(model_dir))) == sorted(["1", s.LOCK_NAME])
+    assert (model_dir / "1" / "weights").read_text() == "v199"
+
+
+def test_replace_falls_back_to_two_renames_without_exchange_and_undoes_a_failed_second(tmp_path, monkeypatch):
+    monkeypatch.setattr(fs, "_renameat2", None)  # a C library without renameat2 (or not Linux)
+    model_dir = swap_scene(tmp_path)
+    live = str(model_dir / "1")
+    with s.ModelDir(str(tmp_path), "m") as mdir:
+        previous = mdir._swap(staged(model_dir, "new"), live, 1)
+        assert os.path.basename(previous).startswith(s.SWAP_PREFIX) and s._read_marker(previous) == "old"
+        assert s._read_marker(live) == "new"
+        mdir._discard(previous, 1)
+        assert sorted(os.listdir(str(model_dir))) == sorted(["1", s.LOCK_NAME])
+
+        real_rename = os.rename
+        failing = staged(model_dir, "newer")
+
+        def rename(src, dst):
+            if src == failing:
+                raise OSError(errno.EIO, "injected")
+            return real_rename(src, dst)
+
+        monkeypatch.setattr(s.os, "rename", rename)
+        with pytest.raises(OSError, match="injected"):
+            mdir._swap(failing, live, 1)
+        monkeypatch.undo()
+    assert s._read_marker(live) == "new"  # put back as it was
+    assert [n for n in os.listdir(str(model_dir)) if n.startswith(s.SWAP_PREFIX)] == []
 
 
 def test_unverified_accepts_md5_etags_and_refuses_multipart():
