@@ -73,7 +73,9 @@ options:
     type: str
     default: ""
   model:
-    description: Model name, the directory name under O(repository) and under O(prefix).
+    description:
+      - Model name, the directory name under O(repository) and under O(prefix).
+      - Refused before anything is read or written when it cannot be a model directory name (see M(aiops.triton.triton_model_config)'s O(aiops.triton.triton_model_config#module:name)).
     type: str
     required: true
   versions:
@@ -259,6 +261,7 @@ model_path:
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.aiops.triton.plugins.module_utils import s3_sync
+from ansible_collections.aiops.triton.plugins.module_utils.model_name import ModelNameError, check_model_name
 
 
 def run(module):
@@ -282,9 +285,10 @@ def run(module):
 
 
 def validate(params):
-    model = params["model"]
-    if not model or "/" in model or model.startswith(".") or model in ("op_defs", "graphs", "resource"):
-        raise s3_sync.S3SyncError("model %r is not a usable Triton model directory name" % model)
+    try:
+        check_model_name(params["model"], "model")
+    except ModelNameError as exc:
+        raise s3_sync.S3SyncError(str(exc))
     for name in ("keep_versions", "latest", "concurrency", "part_size_mb", "timeout"):
         value = params[name]
         if value is not None and value < (0 if name == "keep_versions" else 1):

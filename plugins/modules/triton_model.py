@@ -44,7 +44,9 @@ attributes:
     platforms: posix
 options:
   name:
-    description: Model name, as in the model repository.
+    description:
+      - Model name, as in the model repository.
+      - Refused before Triton is contacted when it cannot be a model directory name (see M(aiops.triton.triton_model_config)'s O(aiops.triton.triton_model_config#module:name)).
     type: str
     required: true
   state:
@@ -143,6 +145,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.aiops.triton.plugins.module_utils.model_name import ModelNameError, check_model_name
 from ansible_collections.aiops.triton.plugins.module_utils.triton_api import (
     CONNECTION_ARGSPEC, TritonApiError, TritonClient)
 
@@ -270,6 +273,10 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+    try:
+        check_model_name(params["name"], "name")
+    except ModelNameError as exc:
+        module.fail_json(msg=str(exc))
     if params["versions"] is not None and not params["versions"]:
         module.fail_json(msg="versions must list at least one version; use state=unloaded to unload the model")
     client = TritonClient(params["url"], api_key=params["api_key"], api_key_header=params["api_key_header"],
