@@ -49,7 +49,9 @@ options:
     required: true
     suboptions:
       name:
-        description: Model name.
+        description:
+          - Model name.
+          - Refused before Triton is contacted when it cannot be a model directory name (see M(aiops.triton.triton_model_config)'s O(aiops.triton.triton_model_config#module:name)).
         type: str
         required: true
       versions:
@@ -102,6 +104,14 @@ options:
     description: Seconds to wait for the server to become ready before failing.
     type: int
     default: 60
+  require_server_ready:
+    description:
+      - Fail unless the server itself reports ready. With C(--strict-readiness), Triton 2.51 keeps the server
+        unready after a version failed to load, even once the model serves its previous versions again (the
+        failed version keeps its error state until the model loads cleanly or is unloaded); a rollback
+        verifies its models with V(false) and reports the server state in RV(server).
+    type: bool
+    default: true
   timeout:
     description: Seconds for each HTTP or gRPC request.
     type: int
@@ -187,6 +197,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.aiops.triton.plugins.module_utils import golden_cases as gc
 from ansible_collections.aiops.triton.plugins.module_utils import nvidia_smi as smi
 from ansible_collections.aiops.triton.plugins.module_utils import triton_verification as tv
+from ansible_collections.aiops.triton.plugins.module_utils.model_name import ModelNameError, check_model_name
 from ansible_collections.aiops.triton.plugins.module_utils.triton_api import (
     CONNECTION_ARGSPEC, TritonApiError, TritonClient)
 
@@ -268,7 +279,7 @@ def verify(module, params):
     headers = {params["api_key_header"]: params["api_key"]} if params["api_key"] else {}
     client = TritonClient(params["url"], api_key=params["api_key"], api_key_header=params["api_key_header"],
                           timeout=params["timeout"])
-    live, ready, error = tv.wait_server(client, params["ready_timeout"])
+    live, ready, error = tv.wait_server(client, params["ready_timeout"] if params["require_server_ready"] else 0)
     server = {"live": live, "ready": ready, "version": None}
     if not live:
         raise tv.TritonVerifyError("Triton at %s is not live after %ss (%s): check the service (systemctl status tritonserver)"
@@ -278,7 +289,7 @@ def verify(module, params):
     except TritonApiError:
         pass
     failures = []
-    if not ready:
+    if not ready and params["require_server_ready"]:
         failures.append("server: live but not ready after %ss; with --strict-readiness a model that failed to load "
                         "keeps the server unready: see the models below and Triton's log" % params["ready_timeout"])
     runners = [tv.HttpRunner(client)]
@@ -316,11 +327,17 @@ def main():
             default_atol=dict(type="float", default=gc.DEFAULT_ATOL),
             default_rtol=dict(type="float", default=gc.DEFAULT_RTOL),
             ready_timeout=dict(type="int", default=60),
+            require_server_ready=dict(type="bool", default=True),
             timeout=dict(type="int", default=30),
         ),
         supports_check_mode=True,
     )
     params = module.params
+    try:
+        for index, spec in enumerate(params["models"]):
+            check_model_name(spec["name"], "models[%d].name" % index)
+    except ModelNameError as exc:
+        module.fail_json(msg=str(exc), failures=[str(exc)], models=[], server={}, url=params["url"])
     if params["grpc_url"] and tv.GRPC_IMPORT_ERROR:
         module.fail_json(msg=missing_required_lib("tritonclient[grpc] and numpy (for grpc_url)"), exception=tv.GRPC_IMPORT_ERROR)
     try:

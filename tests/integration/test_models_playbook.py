@@ -1,6 +1,8 @@
 """playbooks/models.yml end to end on this machine: a real Triton, a real S3 (moto over HTTP) and
-the playbook run by ansible-playbook against localhost. A rollout whose new version Triton cannot
-load must fail, roll back by itself to the last verified versions, and keep serving.
+the playbook run by ansible-playbook against localhost. The list is the desired state: exactly the
+listed versions serve (older ones stay on disk for rollback only), a dropped model is unloaded and
+deleted. A rollout whose new version Triton cannot load must fail, roll back by itself to the last
+verified versions, and keep serving.
 
 Runs as root (as CI does): the role writes the model repository owned by root.
 """
@@ -29,7 +31,6 @@ ADD_SUB = {
     "output": [dict(TENSOR, name="OUTPUT0"), dict(TENSOR, name="OUTPUT1"),
                {"name": "VERSION", "data_type": "TYPE_INT32", "dims": [1]}],
     "instance_group": [{"kind": "KIND_CPU", "count": 1}],
-    "version_policy": {"all": {}},  # every synced version serves: the rollback target is a set
 }
 # An ensemble over add_sub: rollback must restore it too (without a version_policy, which Triton
 # refuses on ensembles).
@@ -70,17 +71,14 @@ def lab(tmp_path_factory, moto_server):
         yield {"root": root, "repo": repo, "s3": s3, "server": server, "moto": moto_server}
 
 
-def run_rollout(lab, add_sub_versions):
+def run_rollout(lab, add_sub_versions, pipeline=True, check=False):
     server = lab["server"]
     inventory = lab["root"] / "hosts.ini"
     inventory.write_text("[triton_servers]\nlocalhost ansible_connection=local ansible_python_interpreter=%s\n"
                          % sys.executable)
     extra = {
-        "aiops_models_serial": 1,
-        "triton_models_list": [
-            {"name": "add_sub", "config": ADD_SUB, "versions": add_sub_versions},
-            {"name": "add_sub_pipeline", "config": PIPELINE, "versions": [1]},
-        ],
+        "triton_models_list": [{"name": "add_sub", "config": ADD_SUB, "versions": add_sub_versions}]
+        + ([{"name": "add_sub_pipeline", "config": PIPELINE, "versions": [1]}] if pipeline else []),
         "triton_models_s3_bucket": BUCKET,
         "triton_models_s3_endpoint_url": lab["moto"].endpoint,
         "triton_models_s3_access_key": "testing",
@@ -98,7 +96,7 @@ def run_rollout(lab, add_sub_versions):
                ANSIBLE_FORCE_COLOR="0", ANSIBLE_HOST_KEY_CHECKING="0")
     proc = subprocess.run(
         [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(inventory),
-         os.path.join(CHECKOUT, "playbooks", "models.yml"), "-e", "@%s" % extra_file],
+         os.path.join(CHECKOUT, "playbooks", "models.yml"), "-e", "@%s" % extra_file] + (["--check", "--diff"] if check else []),
         cwd=CHECKOUT, capture_output=True, text=True, env=env, timeout=900, check=False)
     return proc
 
@@ -111,32 +109,61 @@ def infer_version(server):
     return TritonClient(server.http_url).infer("add_sub", ADD_SUB_INPUTS)["VERSION"]["data"]
 
 
+def versions_on_disk(lab, model):
+    return sorted(int(n) for n in os.listdir(lab["repo"] / model) if n.isdigit())
+
+
 def test_good_rollout_is_verified_and_recorded(lab):
-    proc = run_rollout(lab, [1, 2])
+    proc = run_rollout(lab, [1])
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     client = TritonClient(lab["server"].http_url, api_key=KEY)
-    assert client.ready_versions("add_sub") == [1, 2]
+    assert client.ready_versions("add_sub") == [1]
     assert client.ready_versions("add_sub_pipeline") == [1]
-    assert record(lab, "add_sub")["versions"] == [1, 2]
+    assert record(lab, "add_sub")["versions"] == [1]
     assert record(lab, "add_sub_pipeline")["versions"] == [1]
+    assert "localhost [triton_servers]: changed: add_sub [] -> [1]" in proc.stdout, proc.stdout[-4000:]
+
+
+def test_upgrade_serves_exactly_the_listed_versions(lab):
+    """1 -> 2: version 1 stays on disk for rollback (keep_versions 1) but no longer serves."""
+    proc = run_rollout(lab, [2])
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    client = TritonClient(lab["server"].http_url, api_key=KEY)
+    assert client.ready_versions("add_sub") == [2]
+    assert versions_on_disk(lab, "add_sub") == [1, 2]
+    assert infer_version(lab["server"]) == [2]
+    assert record(lab, "add_sub")["versions"] == [2]
+    assert "add_sub [1] -> [2]" in proc.stdout, proc.stdout[-4000:]
+    assert "specific {\n    versions: [ 2 ]\n  }" in (lab["repo"] / "add_sub" / "config.pbtxt").read_text()
 
 
 def test_broken_version_rolls_back_by_itself(lab):
     publish_version(lab["s3"], BUCKET, "models", "add_sub", 3, add_sub_files(3, init_error="v3 cannot start"))
-    proc = run_rollout(lab, [2, 3])
+    proc = run_rollout(lab, [3])
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out[-6000:]
     assert "was rolled back" in out, out[-6000:]
     assert "v3 cannot start" in out, "the failure must carry Triton's own error text:\n" + out[-6000:]
+    assert "localhost [triton_servers]: rolled back" in out, out[-6000:]
     client = TritonClient(lab["server"].http_url, api_key=KEY)
-    # v1 stays on disk (keep_versions 1), so the rollback returns to exactly what was verified.
-    assert sorted(n for n in os.listdir(lab["repo"] / "add_sub") if n.isdigit()) == ["1", "2", "3"]
-    assert client.ready_versions("add_sub") == [1, 2]
+    # v2 stays on disk (keep_versions 1), so the rollback returns to exactly what was verified.
+    assert versions_on_disk(lab, "add_sub") == [2, 3]
+    assert client.ready_versions("add_sub") == [2]
     assert client.ready_versions("add_sub_pipeline") == [1]
     config = (lab["repo"] / "add_sub" / "config.pbtxt").read_text()
-    assert "specific {\n    versions: [ 1, 2 ]\n  }" in config, config
+    assert "specific {\n    versions: [ 2 ]\n  }" in config, config
     assert infer_version(lab["server"]) == [2]
     pipeline = TritonClient(lab["server"].http_url).infer(
         "add_sub_pipeline", {"A": ADD_SUB_INPUTS["INPUT0"], "B": ADD_SUB_INPUTS["INPUT1"]})
     assert pipeline["SUM"]["data"] == [1.5, 2.5, 3.5, 4.5]
-    assert record(lab, "add_sub")["versions"] == [1, 2], "a failed rollout must not become the rollback target"
+    assert record(lab, "add_sub")["versions"] == [2], "a failed rollout must not become the rollback target"
+
+
+def test_dropped_model_is_unloaded_deleted_and_forgotten(lab):
+    proc = run_rollout(lab, [2], pipeline=False)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    client = TritonClient(lab["server"].http_url, api_key=KEY)
+    assert client.ready_versions("add_sub_pipeline") == []
+    assert not (lab["repo"] / "add_sub_pipeline").exists()
+    assert not (lab["root"] / "state" / "add_sub_pipeline.json").exists()
+    assert client.ready_versions("add_sub") == [2]

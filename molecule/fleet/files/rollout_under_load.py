@@ -1,0 +1,236 @@
+"""Roll model versions across the fleet scenario's hosts while clients hammer every host.
+
+Three rollouts, each with `playbooks/model_upgrade.yml` run by ansible-playbook against the scenario's
+own inventory plus changed group pins (an overlay copy of its group_vars, nothing under git changes):
+  1. anomaly_detector 1 -> 2 on every group: succeeds, 0 failed requests, every host serves exactly [2];
+  2. a broken version 3 (loads, fails its golden cases), published here: the canary fails verification
+     and is restored to 2, the rollout stops before wave_1, 0 failed requests, every host serves [2];
+  3. metric_forecaster dropped from wave_1's list: unloaded and deleted there only.
+Clients: real tritonclient, gRPC and HTTP, one process per host and protocol, the seed's request shapes
+(anomaly_detector [4, 60, 20] FP32, alert_classifier alert texts). Writes the counts and the state it saw
+to --results, prints a summary, and exits non-zero on the first broken promise.
+"""
+
+import argparse
+import json
+import multiprocessing
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+
+import numpy as np
+import yaml
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+SCENARIO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GROUPS = {"triton_canary": ["fleet-1"], "triton_wave_1": ["fleet-2", "fleet-3"]}
+MODELS = ["anomaly_detector", "alert_classifier", "metric_forecaster", "ops_pipeline"]
+ALERTS = ["Pod memory usage exceeds 90% threshold", "Network latency P99 increased to 5000ms",
+          "Disk space on /dev/sda1 is 95% full"]
+
+
+def host_ip(name):
+    out = subprocess.run(["podman", "inspect", "-f", "{{json .NetworkSettings.Networks}}", name],
+                         capture_output=True, text=True, check=True).stdout
+    return next(iter(json.loads(out).values()))["IPAddress"]
+
+
+# -- load ---------------------------------------------------------------------------------------
+def _client_loop(host, protocol, stop, counts):
+    """Alternate anomaly_detector and alert_classifier requests until told to stop; count the outcomes."""
+    if protocol == "grpc":
+        import tritonclient.grpc as tc
+        client = tc.InferenceServerClient("%s:8001" % host)
+    else:
+        import tritonclient.http as tc
+        client = tc.InferenceServerClient("%s:8000" % host, connection_timeout=10, network_timeout=10)
+    rng = np.random.default_rng(7)
+    ok = failed = 0
+    errors = []
+    while not stop.is_set():
+        try:
+            window = tc.InferInput("metrics_input", [4, 60, 20], "FP32")
+            window.set_data_from_numpy(rng.normal(size=(4, 60, 20)).astype(np.float32))
+            result = client.infer("anomaly_detector", [window])
+            scores = result.as_numpy("anomaly_score")
+            assert scores.shape == (4, 1) and np.all((scores >= 0) & (scores <= 1)), scores
+            texts = tc.InferInput("alert_text", [3, 1], "BYTES")
+            texts.set_data_from_numpy(np.array([[t.encode()] for t in ALERTS], dtype=object))
+            labels = client.infer("alert_classifier", [texts]).as_numpy("class_label")
+            assert [x[0].decode() for x in labels] == ["memory", "network", "disk"], labels
+            ok += 2
+        except Exception as exc:  # every failure is counted and kept, never hidden
+            failed += 1
+            if len(errors) < 5:
+                errors.append("%s %s: %s" % (host, protocol, str(exc)[:300]))
+    counts.put({"host": host, "protocol": protocol, "ok": ok, "failed": failed, "errors": errors})
+
+
+class Load(object):
+    def __init__(self, hosts):
+        self.hosts = hosts
+        self.stop = multiprocessing.Event()
+        self.counts = multiprocessing.Queue()
+        self.procs = [multiprocessing.Process(target=_client_loop, args=(ip, proto, self.stop, self.counts))
+                      for ip in hosts.values() for proto in ("grpc", "http")]
+
+    def __enter__(self):
+        for proc in self.procs:
+            proc.start()
+        time.sleep(3)  # every client is sending before the rollout starts
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.result = [self.counts.get(timeout=60) for _ in self.procs]
+        for proc in self.procs:
+            proc.join(timeout=30)
+        return False
+
+
+# -- inventory overlay and rollouts -------------------------------------------------------------
+def overlay(inventory, workdir, pins):
+    """The scenario's inventory with group pins replaced: pins = {group: [model entries]}."""
+    dest = os.path.join(workdir, "inventory")
+    shutil.rmtree(dest, ignore_errors=True)
+    os.makedirs(os.path.join(dest, "group_vars"))
+    for name in os.listdir(os.path.dirname(inventory)):  # molecule's hosts and the linked rollout groups
+        if name != "group_vars":
+            shutil.copy(os.path.realpath(os.path.join(os.path.dirname(inventory), name)), os.path.join(dest, name))
+    os.symlink(os.path.realpath(os.path.join(SCENARIO, "group_vars", "triton_servers")),
+               os.path.join(dest, "group_vars", "triton_servers"))
+    for group, entries in pins.items():
+        os.makedirs(os.path.join(dest, "group_vars", group))
+        serial = yaml.safe_load(open(os.path.join(SCENARIO, "group_vars", group, "models.yml")))["triton_rollout_serial"]
+        with open(os.path.join(dest, "group_vars", group, "models.yml"), "w") as handle:
+            yaml.safe_dump({"triton_rollout_serial": serial, "triton_models_list": entries}, handle)
+    return dest
+
+
+def pins(anomaly, forecaster=True):
+    return [{"name": "anomaly_detector", "versions": anomaly}, {"name": "alert_classifier", "versions": [1]}] + (
+        [{"name": "metric_forecaster", "versions": [1]}] if forecaster else []) + [{"name": "ops_pipeline", "versions": [1]}]
+
+
+def upgrade(inventory_dir, log):
+    env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory_dir,
+                           os.path.join(ROOT, "playbooks", "model_upgrade.yml")],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=1800)
+    with open(log, "w") as handle:
+        handle.write(proc.stdout + "\n--- stderr ---\n" + proc.stderr)
+    return proc
+
+
+def serving(ip):
+    """model -> READY versions, from the repository index (the key guards it)."""
+    request = urllib.request.Request("http://%s:8000/v2/repository/index" % ip, data=b"{}", method="POST",
+                                     headers={"triton-admin-key": os.environ["AIOPS_LAB_TRITON_API_KEY"]})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        index = json.load(response)
+    ready = dict((m, []) for m in MODELS)
+    for entry in index:
+        if entry.get("state") == "READY":
+            ready.setdefault(entry["name"], []).append(int(entry["version"]))
+    return dict((m, sorted(v)) for m, v in ready.items())
+
+
+def on_disk(host, model):
+    out = subprocess.run(["podman", "exec", host, "sh", "-c", "ls /var/lib/triton/models/%s 2>/dev/null || true" % model],
+                         capture_output=True, text=True, check=True).stdout.split()
+    return sorted(int(v) for v in out if v.isdigit())
+
+
+def main_pid(host):
+    return subprocess.run(["podman", "exec", host, "systemctl", "show", "-p", "MainPID", "--value", "tritonserver"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def publish_broken_v3(workdir):
+    """Version 3: version 2's graph with golden cases it cannot meet (it loads, then fails verification)."""
+    src = os.path.join(ROOT, "build", "model_repository", "anomaly_detector", "2")
+    repo = os.path.join(workdir, "v3repo")
+    shutil.rmtree(repo, ignore_errors=True)
+    dest = os.path.join(repo, "anomaly_detector", "3")
+    shutil.copytree(src, dest)
+    path = os.path.join(dest, "golden_cases.json")
+    cases = json.load(open(path))
+    cases["version"] = 3
+    for case in cases["cases"]:
+        score = case["expected"]["anomaly_score"]
+        score["data"] = [1.0 - float(x) + 0.5 for x in np.ravel(score["data"])]  # no score can be this far off
+    json.dump(cases, open(path, "w"))
+    subprocess.run([sys.executable, os.path.join(ROOT, "model_repository", "publish.py"), "--repository", repo,
+                    "--bucket", "aiops-models", "--prefix", "models", "--endpoint-url", os.environ["AIOPS_LAB_S3_ENDPOINT"],
+                    "--model", "anomaly_detector", "--version", "3", "--force"], check=True, capture_output=True)
+
+
+def check(condition, message, results, path):
+    if not condition:
+        results["failed_check"] = message
+        json.dump(results, open(path, "w"), indent=2)
+        print("FLEET CHECK FAILED: %s" % message)
+        sys.exit(1)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--inventory", required=True)
+    parser.add_argument("--results", required=True)
+    args = parser.parse_args()
+    workdir = os.path.dirname(args.results)
+    hosts = dict((h, host_ip(h)) for g in GROUPS.values() for h in g)
+    results = {"hosts": hosts, "rollouts": {}}
+
+    def rollout(name, group_pins, expect_ok):
+        inv = overlay(args.inventory, workdir, group_pins)
+        pids = dict((h, main_pid(h)) for h in hosts)
+        start = time.time()
+        with Load(hosts) as load:
+            proc = upgrade(inv, os.path.join(workdir, "%s.log" % name))
+        counts = load.result
+        entry = {"rc": proc.returncode, "seconds": round(time.time() - start, 1), "clients": counts,
+                 "answered": sum(c["ok"] for c in counts), "failed": sum(c["failed"] for c in counts),
+                 "serving": dict((h, serving(ip)) for h, ip in hosts.items()),
+                 "summary": [line for line in proc.stdout.splitlines() if "[triton_" in line]}
+        results["rollouts"][name] = entry
+        print("%s: rc=%s, %d requests answered, %d failed, %.0f s" % (name, proc.returncode, entry["answered"], entry["failed"], entry["seconds"]))
+        check((proc.returncode == 0) == expect_ok, "%s: ansible-playbook rc=%s (log %s/%s.log)" % (name, proc.returncode, workdir, name),
+              results, args.results)
+        check(entry["failed"] == 0, "%s: %d requests failed: %s" % (name, entry["failed"], [c["errors"] for c in counts]),
+              results, args.results)
+        check(all(c["ok"] > 0 for c in counts), "%s: a client got no answer at all" % name, results, args.results)
+        check(pids == dict((h, main_pid(h)) for h in hosts), "%s: Triton restarted (MainPID %s -> %s): hot updates must not restart it"
+              % (name, pids, dict((h, main_pid(h)) for h in hosts)), results, args.results)
+        return entry, proc
+
+    entry, _proc = rollout("upgrade_1_to_2", {"triton_canary": pins([2]), "triton_wave_1": pins([2])}, True)
+    check(all(s["anomaly_detector"] == [2] for s in entry["serving"].values()), "after 1 -> 2: %s" % entry["serving"],
+          results, args.results)
+
+    publish_broken_v3(workdir)
+    entry, proc = rollout("broken_v3", {"triton_canary": pins([3]), "triton_wave_1": pins([3])}, False)
+    out = proc.stdout + proc.stderr
+    check(all(s["anomaly_detector"] == [2] for s in entry["serving"].values()), "after broken v3: %s" % entry["serving"],
+          results, args.results)
+    check("fleet-1 [triton_canary]: rolled back" in out, "the canary was not reported rolled back", results, args.results)
+    check("golden" in out.lower(), "the failure does not name the golden cases", results, args.results)
+    for host in GROUPS["triton_wave_1"]:
+        check(3 not in on_disk(host, "anomaly_detector"), "%s (wave_1) was touched by the broken rollout" % host, results, args.results)
+    results["rollouts"]["broken_v3"]["wave_1_on_disk"] = dict((h, on_disk(h, "anomaly_detector")) for h in GROUPS["triton_wave_1"])
+
+    entry, _proc = rollout("drop_forecaster_wave_1", {"triton_canary": pins([2]), "triton_wave_1": pins([2], forecaster=False)}, True)
+    for host in GROUPS["triton_wave_1"]:
+        check(entry["serving"][host]["metric_forecaster"] == [] and on_disk(host, "metric_forecaster") == [],
+              "%s still has metric_forecaster" % host, results, args.results)
+    check(entry["serving"]["fleet-1"]["metric_forecaster"] == [1], "the canary lost metric_forecaster", results, args.results)
+
+    json.dump(results, open(args.results, "w"), indent=2)
+    print("FLEET OK: %d requests answered during the rollouts, 0 failed" % sum(r["answered"] for r in results["rollouts"].values()))
+
+
+if __name__ == "__main__":
+    main()
