@@ -1,6 +1,7 @@
 """Triton on a lab host after converge + side effect (hot update, bad inputs)."""
 
 import json
+import shlex
 import time
 
 import pytest
@@ -140,3 +141,62 @@ def test_failed_rollout_rolled_back_by_itself(host):
     assert "specific {\n    versions: [ 2, 3 ]\n  }" in config, config
     state = json.loads(host.file("/var/lib/triton/state/anomaly_detector.json").content_string)
     assert state["versions"] == [1, 2, 3], "a failed rollout must not become the rollback target"
+
+
+# --- the API key and local users ------------------------------------------------------------------
+
+NOBODY = "setpriv --reuid=65534 --regid=65534 --clear-groups"
+
+
+def api_key(host):
+    return host.check_output("sed -n 's/^TRITON_API_KEY=//p' /etc/tritonserver/tritonserver.env")
+
+
+def as_nobody(host, command, extra=""):
+    res = host.run("%s %s -- sh -c %s" % (NOBODY, extra, shlex.quote(command)))
+    assert res.rc == 0, res.stderr
+    return res.stdout
+
+
+def test_the_key_is_on_tritons_command_line(host):
+    """Where the key is: root reads it in Triton's argv, so the checks below look in the right place."""
+    key = api_key(host)
+    assert len(key) >= 32
+    cmdline = host.check_output("tr '\\0' ' ' < /proc/%s/cmdline" % unit_prop(host, "MainPID"))
+    assert "triton-admin-key=" + key in cmdline
+
+
+def test_an_unprivileged_user_sees_no_key_in_any_process(host):
+    key = api_key(host)
+    listing = as_nobody(host, "ps -eo args")
+    assert "ps -eo args" in listing  # the listing ran and shows nobody's own processes
+    assert key not in listing and "tritonserver" not in listing, listing
+    # every readable cmdline and environ, threads included
+    dump = as_nobody(host, "cat /proc/[0-9]*/cmdline /proc/[0-9]*/environ /proc/[0-9]*/task/*/cmdline "
+                           "/proc/[0-9]*/task/*/environ 2>/dev/null; true")
+    assert key not in dump
+    pid = unit_prop(host, "MainPID")
+    assert host.run("%s cat /proc/%s/cmdline" % (NOBODY, pid)).rc != 0
+
+
+def test_proc_is_mounted_hidepid_now_and_after_reboot(host):
+    gid = host.group("proc-view").gid
+    options = host.check_output("findmnt --noheadings --output OPTIONS --mountpoint /proc").split(",")
+    assert "hidepid=invisible" in options and "gid=%d" % gid in options, options
+    assert "proc /proc proc nosuid,nodev,noexec,hidepid=invisible,gid=%d 0 0" % gid in host.file("/etc/fstab").content_string
+    dropin = host.file("/etc/systemd/system/systemd-logind.service.d/50-aiops-triton-proc-view.conf")
+    assert "SupplementaryGroups=proc-view" in dropin.content_string
+
+
+def test_the_view_group_still_sees_every_process(host):
+    """Monitoring agents put in proc-view keep seeing Triton (its pid, its metrics-relevant state)."""
+    listing = as_nobody(host, "ps -eo user,args", extra="--groups=%d" % host.group("proc-view").gid)
+    assert "tritonserver" in listing, listing
+
+
+def test_the_key_still_loads_a_model_and_nothing_else_does(host):
+    load = "curl -s -o /dev/null -w '%%{http_code}' -X POST %s http://127.0.0.1:8000/v2/repository/models/alert_classifier/load"
+    assert host.check_output(load % ("-H 'triton-admin-key: %s'" % api_key(host))) == "200"
+    assert host.check_output(load % "") != "200"
+    assert host.check_output(load % "-H 'triton-admin-key: not-the-key-00000000000000000000'") != "200"
+    assert infer_alert(host, "CPU load average above 16 on db-01")["class_label"] == ["cpu"]
