@@ -304,15 +304,18 @@ def validate(config, gpus=None, models=None):
     """Schema check plus the checks Triton makes when it loads the model.
 
     ``gpus``: GPU indexes the host has (None: no host check).  ``models``: name -> config
-    of the other models in the repository, used to check an ensemble's steps.
+    of the other models in the repository, used to check an ensemble's steps; None skips
+    that check (an empty mapping means "no other models", so every step is missing).
     """
     message = to_message(config)
-    others = {}
-    for name, other in sorted((models or {}).items()):
-        try:
-            others[name] = to_message(other)
-        except ModelConfigError as exc:
-            raise ModelConfigError("models[%r].%s" % (name, exc))
+    others = None  # None, not {}: without models the ensemble wiring check is skipped, not failed
+    if models is not None:
+        others = {}
+        for name, other in sorted(models.items()):
+            try:
+                others[name] = to_message(other)
+            except ModelConfigError as exc:
+                raise ModelConfigError("models[%r].%s" % (name, exc))
     model_config_rules.check(message, gpus=gpus, models=others)
 
 

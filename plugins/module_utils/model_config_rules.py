@@ -79,6 +79,7 @@ def check(config, gpus=None, models=None):
         _check_model_metrics(config)
     _check_instance_groups(config, gpus)
     _check_io(config)
+    _check_warmup(config)
 
 
 def _effective_backend(config):
@@ -101,6 +102,12 @@ def _check_platform(config, backend):
     known = KNOWN_BACKENDS.get(config.backend)
     if config.backend and known is not None and known != PLATFORM_BACKENDS.get(config.platform):
         _fail("platform", "unexpected 'platform' and 'backend' pair, got:%s, %s" % (config.platform, config.backend))
+    implied = PLATFORM_BACKENDS.get(config.platform)
+    if config.backend and implied is not None and config.backend != implied:
+        # Our rule: Triton loads this with 'backend' and ignores the platform, so the model file the
+        # platform names (model.onnx, model.plan, ...) is never used.
+        _fail("backend", "platform '%s' is served by backend '%s', but backend is '%s' for %s: Triton would load it with '%s' "
+              "and ignore the platform; drop one of the two" % (config.platform, implied, config.backend, name, config.backend))
 
 
 def _check_version_policy(config):
@@ -234,13 +241,16 @@ def _check_instance_groups(config, gpus):
         path = "instance_group[%d]" % index
         label = group.name or "%s_%d" % (config.name, index)  # Triton's default group name
         kind = _enum(group, "kind")
+        if group.count < 0:
+            # Our rule: Triton treats any count below 1 as unset and starts its default number of instances.
+            _fail(path + ".count", "instance group %s of model %s has count %d; give a count >= 1, or leave it unset (0) "
+                  "for Triton's default" % (label, config.name, group.count))
         if kind == "KIND_AUTO":
-            # Normalize: AUTO is GPU when every listed GPU exists, else CPU.
+            # NormalizeInstanceGroup: AUTO is GPU when the host has GPUs and every listed one exists,
+            # else CPU with its gpus kept, which ValidateInstanceGroup then refuses.
             if host is None:
                 continue
             kind = "KIND_GPU" if host and all(g in host for g in group.gpus) else "KIND_CPU"
-            if kind == "KIND_CPU":
-                continue
         if kind in ("KIND_MODEL", "KIND_CPU") and group.gpus:
             _fail(path + ".gpus", "instance group %s of model %s has kind %s but specifies one or more GPU%s" % (
                 label, config.name, kind, "s" if kind == "KIND_MODEL" else ""))
@@ -373,6 +383,40 @@ def _check_batch_io(config):
             if target in targets:
                 _fail(path + ".target_name", "target output name '%s' can only be specified once%s" % (target, suffix))
             targets.add(target)
+
+
+def _check_warmup(config):
+    """Port of TritonModelInstance::GenerateWarmupData and the request checks each sample goes through.
+
+    A sample with batch_size 0 is skipped by Triton, so nothing else about it is checked.
+    """
+    name = config.name
+    inputs = dict((io.name, io) for io in config.input)
+    for index, sample in enumerate(config.model_warmup):
+        path = "model_warmup[%d]" % index
+        if sample.batch_size == 0:
+            continue
+        # Triton sends batch_size requests of batch 1 in one execution; the backend refuses more than
+        # max_batch_size (a model without batching takes one), and the model then fails to load.
+        allowed = config.max_batch_size if config.max_batch_size > 0 else 1
+        if sample.batch_size > allowed:
+            _fail(path + ".batch_size", "failed to run warmup sample '%s': batch size %d for '%s', max allowed is %d" % (
+                sample.name, sample.batch_size, name, config.max_batch_size))
+        for key in sorted(sample.inputs):
+            value = sample.inputs[key]
+            ipath = "%s.inputs[%r]" % (path, key)
+            if value.WhichOneof("input_data_type") is None:
+                _fail(ipath, "warmup setting expects input '%s' to have input_data_type set" % key)
+            if any(dim == WILDCARD_DIM for dim in value.dims):
+                _fail(ipath + ".dims", "warmup setting expects all variable-size dimensions are specified for input '%s'" % key)
+            expected = inputs.get(key)
+            if expected is not None and value.data_type != expected.data_type:
+                _fail(ipath + ".data_type", "inference input '%s' data-type is '%s', but model '%s' expects '%s'" % (
+                    key, _enum(value, "data_type"), name, _enum(expected, "data_type")))
+        missing = [io.name for io in config.input if not io.optional and io.name not in sample.inputs]
+        if missing:
+            _fail(path + ".inputs", "warmup sample '%s' for model '%s' is missing required input(s) [%s]. "
+                  "Please provide all required input(s)." % (sample.name, name, ",".join("'%s'" % m for m in missing)))
 
 
 def _check_ensemble_scheduling(config):

@@ -18,8 +18,16 @@ description:
     an unknown field, a wrong type or an unknown enum name fails with a message that names its path,
     for example C(input[0].data_type: 'FP23' is not a valid DataType (TYPE_BOOL, ...))."
   - Then the checks Triton itself makes when it loads a model run (ported from Triton core's C(model_config_utils.cc)
-    and C(ensemble_utils.cc)), including instance groups against O(gpus) and ensemble wiring against O(models).
+    and C(ensemble_utils.cc)), including instance groups against O(gpus), ensemble wiring against O(models), and each
+    C(model_warmup) sample (batch size within C(max_batch_size), or 1 without batching; every required input given,
+    with its data type, fixed dims and a data source).
     Checks that depend on the model file (tensor names, dims and types the backend reads from the model) are not made.
+  - "Some rules are stricter than Triton, because a rendered configuration is meant to load as written under
+    C(--disable-auto-complete-config): C(platform) or C(backend) is required; at least one C(output) is required
+    (except for an ensemble); tensor names must be unique (Triton keeps the first silently); an instance group
+    C(count) below 0 is refused (Triton treats it as unset); a known C(platform) together with a different C(backend)
+    is refused (for example C(onnxruntime_onnx) with C(python): Triton loads the python backend and ignores the platform);
+    and the model name rules listed under O(name)."
   - Nothing is written unless every check passes. The file is written atomically (temporary file in the same
     directory, fsync, rename), and only when its bytes change.
   - The text is canonical (fields in protobuf field-number order, map entries sorted by key, lists in Triton's
@@ -29,23 +37,44 @@ author:
   - aiops.triton contributors (@aiops)
 options:
   repository:
-    description: Model repository directory. The model directory C(<repository>/<name>) is created when missing.
+    description:
+      - Model repository directory. The model directory C(<repository>/<name>) is created when missing.
+      - Required unless O(validate_only=true).
     type: path
-    required: true
   name:
     description:
       - Model name, which is also the model's directory name.
-      - When O(config) has no C(name) this one is used; when it has one, both must agree.
+      - When the configuration has no C(name) this one is used; when it has one, both must agree.
+      - "Checked before anything else, by the same rule every module of this collection applies to a model name:
+        it must not be empty, C(.) or C(..), contain C(/), a NUL byte or a control character (newline, tab, ...),
+        start with C(.), start or end with whitespace, or be longer than 255 bytes. Triton itself refuses the
+        empty name, C(..) and C(/); the other rules are stricter than Triton."
+      - Required unless O(validate_only=true); then it defaults to the configuration's C(name), or else to the name of
+        the directory that holds O(src).
     type: str
-    required: true
   config:
-    description: The model configuration, keyed by C(ModelConfig) field names.
+    description:
+      - The model configuration, keyed by C(ModelConfig) field names.
+      - Exactly one of O(config) and O(src) is required.
     type: dict
-    required: true
+  src:
+    description:
+      - Path, on the host that runs the module, of an existing C(config.pbtxt) to check (and, unless O(validate_only=true),
+        write in canonical form) instead of O(config).
+      - For a file on the controller, pass O(config) with the P(aiops.triton.model_config_from_pbtxt#filter) filter instead.
+      - Exactly one of O(config) and O(src) is required.
+    type: path
+  validate_only:
+    description:
+      - Only run the checks and return the canonical text and data; nothing is written, O(repository) is not needed
+        and the result is never changed.
+      - Check mode is unchanged by this option; with O(validate_only=false) it still reports what would be written.
+    type: bool
+    default: false
   overrides:
     description:
-      - Per-host changes merged over O(config) before anything else. Mappings merge key by key;
-        any other value, lists included (for example C(instance_group)), replaces the one in O(config).
+      - Per-host changes merged over the configuration before anything else. Mappings merge key by key;
+        any other value, lists included (for example C(instance_group)), replaces the one in the configuration.
     type: dict
     default: {}
   gpus:
@@ -60,13 +89,15 @@ options:
       - With O(gpus) given, fit instance groups to the host. On a host without GPUs, C(KIND_GPU) and C(KIND_AUTO)
         groups become C(KIND_CPU) (their C(gpus) dropped) so the model still loads; on a GPU host a group naming
         a GPU index the host lacks is refused.
-      - When false, such a configuration fails the Triton checks instead.
+      - When false, such a configuration fails the Triton checks instead (Triton resolves a C(KIND_AUTO) group that
+        lists C(gpus) on a host without those GPUs to C(KIND_CPU) and then refuses it for listing GPUs).
     type: bool
     default: true
   models:
     description:
-      - Configurations of the other models in the repository, keyed by model name. When given and O(config) is an ensemble,
-        its steps are checked against them (models exist, tensors mapped, data types and shapes agree, no cycles).
+      - Configurations of the other models in the repository, keyed by model name. When given and the configuration is
+        an ensemble, its steps are checked against them (models exist, tensors mapped, data types and shapes agree, no cycles).
+      - When omitted, an ensemble gets only the checks that need no other model (its own data flow).
     type: dict
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
@@ -121,6 +152,19 @@ EXAMPLES = r"""
     config: "{{ triton_models.alert_triage }}"
     models: "{{ triton_models }}"
 
+- name: Check a config.pbtxt that is already on the host, without writing anything
+  aiops.triton.triton_model_config:
+    src: /srv/incoming/anomaly_detector/config.pbtxt
+    validate_only: true
+    gpus: "{{ nvidia_gpus | map(attribute='index') | list }}"
+  register: checked
+
+- name: Install a hand-written config.pbtxt in canonical form, checked first
+  aiops.triton.triton_model_config:
+    repository: /var/lib/triton/models
+    name: anomaly_detector
+    src: /srv/incoming/anomaly_detector/config.pbtxt
+
 - name: Read a config back for a drift report
   ansible.builtin.set_fact:
     live_config: "{{ lookup('ansible.builtin.file', '/var/lib/triton/models/anomaly_detector/config.pbtxt') | aiops.triton.model_config_from_pbtxt }}"
@@ -129,11 +173,11 @@ EXAMPLES = r"""
 RETURN = r"""
 path:
   description: Path of the configuration file.
-  returned: always
+  returned: unless O(validate_only=true)
   type: str
   sample: /var/lib/triton/models/anomaly_detector/config.pbtxt
 content:
-  description: The rendered C(config.pbtxt) text (what is, or in check mode would be, on disk).
+  description: The rendered C(config.pbtxt) text (what is, or in check mode would be, on disk; with O(validate_only=true), what would be written).
   returned: always
   type: str
   sample: "# Rendered by aiops.triton.triton_model_config; edits by hand are overwritten.\nname: \"anomaly_detector\"\n"
@@ -159,18 +203,48 @@ from ansible_collections.aiops.triton.plugins.module_utils.model_config import (
     apply_host_overrides,
     deep_merge,
     normalize,
+    parse,
     render,
     validate,
 )
+from ansible_collections.aiops.triton.plugins.module_utils.model_name import ModelNameError, check_model_name
 
 CONFIG_FILE = "config.pbtxt"
 
 
-def build(params):
+def load_source(params):
+    """The configuration as data: O(config), or O(src) parsed. Raises ModelConfigError naming the file."""
+    if params["src"] is None:
+        return params["config"]
+    src = params["src"]
+    try:
+        with open(src, "rb") as handle:
+            text = handle.read().decode("utf-8")
+    except (IOError, OSError, UnicodeDecodeError) as exc:
+        raise ModelConfigError("src: cannot read %s: %s" % (src, to_native(exc)))
+    try:
+        return parse(text)
+    except ModelConfigError as exc:
+        raise ModelConfigError("src: %s: %s" % (src, to_native(exc)))
+
+
+def resolve_name(params, config):
+    """The model name: the option, else (validate-only) the config's own, else the directory holding O(src)."""
+    name = params["name"]
+    if name is None:
+        name = config.get("name") if isinstance(config.get("name"), str) and config.get("name") else None
+    if name is None and params["src"] is not None:
+        name = os.path.basename(os.path.dirname(os.path.abspath(params["src"])))
+    if name is None:
+        raise ModelConfigError("name: give name, or a config that has one")
+    return check_model_name(name, "name")
+
+
+def build(params, name, source):
     """Merge, fit to the host and check; return (canonical dict, text). Raises ModelConfigError."""
-    config = deep_merge(params["config"], params["overrides"])
-    if config.setdefault("name", params["name"]) != params["name"]:
-        raise ModelConfigError("name: config name %r does not match the model directory name %r" % (config["name"], params["name"]))
+    config = deep_merge(source, params["overrides"])
+    if config.setdefault("name", name) != name:
+        raise ModelConfigError("name: config name %r does not match the model directory name %r" % (config["name"], name))
     gpus = params["gpus"]
     if gpus is not None and params["host_override"]:
         config = apply_host_overrides(config, gpus)
@@ -199,11 +273,13 @@ def write_atomic(module, path, data, file_args):
     fsync_dir(directory)
 
 
-def run(module):
+def run(module, name, source):
     params = module.params
-    canonical, text = build(params)
+    canonical, text = build(params, name, source)
+    if params["validate_only"]:
+        return {"changed": False, "content": text, "config": canonical}
     data = to_bytes(text)
-    model_dir = os.path.join(params["repository"], params["name"])
+    model_dir = os.path.join(params["repository"], name)
     path = os.path.join(model_dir, CONFIG_FILE)
     before = None
     if os.path.isfile(path):
@@ -227,25 +303,45 @@ def run(module):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            repository=dict(type="path", required=True),
-            name=dict(type="str", required=True),
-            config=dict(type="dict", required=True),
+            repository=dict(type="path"),
+            name=dict(type="str"),
+            config=dict(type="dict"),
+            src=dict(type="path"),
+            validate_only=dict(type="bool", default=False),
             overrides=dict(type="dict", default={}),
             gpus=dict(type="list", elements="int"),
             host_override=dict(type="bool", default=True),
             models=dict(type="dict"),
         ),
+        mutually_exclusive=[("config", "src")],
+        required_one_of=[("config", "src")],
+        required_if=[("validate_only", False, ("repository", "name"))],
         add_file_common_args=True,
         supports_check_mode=True,
     )
+    params = module.params
+    label = params["name"]  # None until known: a src that cannot be read is named by the message itself
+    if label is not None and params["repository"] is not None:
+        label = "%s/%s" % (params["repository"], label)
+    try:
+        # The name becomes a path: refuse a bad one before anything else happens.
+        if params["name"] is not None:
+            check_model_name(params["name"], "name")
+    except ModelNameError as exc:
+        module.fail_json(msg=to_native(exc))
     if not HAS_MODEL_CONFIG_PB2:
         module.fail_json(msg=missing_required_lib("tritonclient[grpc]"), exception=to_native(IMPORT_ERROR))
     try:
-        result = run(module)
+        source = load_source(params)
+        name = resolve_name(params, source)
+        label = name if params["repository"] is None else "%s/%s" % (params["repository"], name)
+        result = run(module, name, source)
+    except ModelNameError as exc:
+        module.fail_json(msg=to_native(exc))
     except ModelConfigError as exc:
-        module.fail_json(msg="%s/%s: %s" % (module.params["repository"], module.params["name"], to_native(exc)))
+        module.fail_json(msg="%s: %s" % (label, to_native(exc)) if label else to_native(exc))
     except (IOError, OSError) as exc:
-        module.fail_json(msg="cannot write %s config: %s" % (module.params["name"], to_native(exc)), exception=traceback.format_exc())
+        module.fail_json(msg="cannot write %s config: %s" % (label, to_native(exc)), exception=traceback.format_exc())
     module.exit_json(**result)
 
 

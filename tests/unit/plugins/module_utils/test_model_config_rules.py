@@ -168,7 +168,83 @@ def test_instance_groups_against_host_gpus(config, gpus, message):
 
 def test_gpu_checks_need_host_facts():
     mc.validate(variant(instance_group=[{"kind": "KIND_GPU", "gpus": [3]}]))  # gpus=None: no host check
-    mc.validate(variant(instance_group=[{"kind": "KIND_AUTO", "gpus": [3]}]), gpus=[0])  # AUTO falls back to CPU, as Triton does
+    mc.validate(variant(instance_group=[{"kind": "KIND_AUTO", "gpus": [3]}]))  # no host facts: AUTO is not resolved
+    mc.validate(variant(instance_group=[{"kind": "KIND_AUTO"}]), gpus=[])  # AUTO without gpus falls back to CPU and loads
+    mc.validate(variant(instance_group=[{"kind": "KIND_AUTO", "gpus": [0]}]), gpus=[0, 1])  # resolves to GPU 0
+
+
+# -- rules added for issue 11; Triton 2.51's own verdict on each is recorded in
+# tests/integration/test_model_config_triton_verdicts.py, which runs the real tritonserver ----------
+def warmup(batch_size=1, **inputs):
+    sample = {"name": "w", "batch_size": batch_size}
+    sample["inputs"] = inputs if inputs else {"INPUT": {"data_type": "TYPE_FP32", "dims": [4, 4], "zero_data": True}}
+    return [sample]
+
+
+def feed(data_type="TYPE_FP32", dims=(4, 4), **source):
+    entry = {"data_type": data_type, "dims": list(dims)}
+    entry.update(source or {"zero_data": True})
+    return entry
+
+
+NEW_RULES = {
+    # Triton: "failed to run warmup sample 'w': batch size 9 for 'm_0', max allowed is 8" (model fails to load)
+    "warmup_batch_over_max": (variant(model_warmup=warmup(9)),
+                              "model_warmup[0].batch_size: failed to run warmup sample 'w': batch size 9 for 'm', max allowed is 8"),
+    # Triton: "batch size 2 for 'm_0', max allowed is 0": a model without batching takes one request per warmup execution
+    "warmup_batch_without_batching": (variant(max_batch_size=0, model_warmup=warmup(2)),
+                                      "model_warmup[0].batch_size: failed to run warmup sample 'w': batch size 2 for 'm', max allowed is 0"),
+    # Triton: "expected 2 inputs but got 1 inputs ... missing required input(s) ['B']"
+    "warmup_missing_input": (variant(input=[io("INPUT"), io("B")], model_warmup=warmup()),
+                             "model_warmup[0].inputs: warmup sample 'w' for model 'm' is missing required input(s) ['B']. "
+                             "Please provide all required input(s)."),
+    "warmup_wrong_data_type": (variant(model_warmup=warmup(INPUT=feed("TYPE_INT32"))),
+                               "model_warmup[0].inputs['INPUT'].data_type: inference input 'INPUT' data-type is 'TYPE_INT32', "
+                               "but model 'm' expects 'TYPE_FP32'"),
+    "warmup_variable_dims": (variant(model_warmup=warmup(INPUT=feed(dims=(4, -1)))),
+                             "model_warmup[0].inputs['INPUT'].dims: warmup setting expects all variable-size dimensions are specified "
+                             "for input 'INPUT'"),
+    "warmup_no_data_source": (variant(model_warmup=warmup(INPUT={"data_type": "TYPE_FP32", "dims": [4, 4]})),
+                              "model_warmup[0].inputs['INPUT']: warmup setting expects input 'INPUT' to have input_data_type set"),
+    # NormalizeInstanceGroup resolves AUTO to CPU (gpus kept) on a host lacking a listed GPU; ValidateInstanceGroup refuses it
+    "auto_with_gpus_on_cpu_host": ((variant(instance_group=[{"kind": "KIND_AUTO", "gpus": [0]}]), []),
+                                   "instance_group[0].gpus: instance group m_0 of model m has kind KIND_CPU but specifies one or more GPU"),
+    "auto_with_missing_gpu": ((variant(instance_group=[{"kind": "KIND_AUTO", "gpus": [3]}]), [0]),
+                              "instance_group[0].gpus: instance group m_0 of model m has kind KIND_CPU but specifies one or more GPU"),
+    # Beyond Triton (it loads these): a negative count and a platform served by another backend
+    "negative_count": (variant(instance_group=[{"kind": "KIND_CPU", "count": -1}]),
+                       "instance_group[0].count: instance group m_0 of model m has count -1; give a count >= 1, or leave it unset (0) "
+                       "for Triton's default"),
+    "platform_with_other_backend": (variant(platform="onnxruntime_onnx"),
+                                    "backend: platform 'onnxruntime_onnx' is served by backend 'onnxruntime', but backend is 'python' for m"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NEW_RULES))
+def test_new_rules_refuse_with_path_and_reason(case):
+    config, message = NEW_RULES[case]
+    gpus = None
+    if isinstance(config, tuple):
+        config, gpus = config
+    with pytest.raises(mc.ModelConfigError) as err:
+        mc.validate(config, gpus=gpus)
+    assert str(err.value).startswith(message), str(err.value)
+
+
+@pytest.mark.parametrize("config", [
+    variant(model_warmup=warmup(8)),                                             # batch size up to max_batch_size
+    variant(max_batch_size=0, model_warmup=warmup(1)),
+    variant(model_warmup=warmup(0, B=feed())),                                   # batch 0: Triton skips the sample
+    variant(input=[io("INPUT"), io("B", optional=True)], model_warmup=warmup()),  # optional input may be left out
+    variant(model_warmup=warmup(INPUT=feed(random_data=True))),
+    variant(model_warmup=warmup(INPUT=feed(input_data_file="raw"))),
+    variant(instance_group=[{"kind": "KIND_CPU", "count": 0}]),                 # 0: Triton's default count
+    variant(platform="onnxruntime_onnx", backend="onnxruntime"),
+    variant(platform="pytorch_libtorch", backend="pytorch"),
+], ids=["batch_eq_max", "nobatch_1", "batch_0", "optional_input", "random_data", "data_file", "count_0", "onnx_onnxruntime",
+        "libtorch_pytorch"])
+def test_new_rules_accept_what_triton_loads(config):
+    mc.validate(config, gpus=[])
 
 
 def test_variable_reshape_with_matching_chunks_is_valid():

@@ -60,6 +60,39 @@ def test_ensembles_triton_loads_pass(case_dir):
     mc.validate(config, models=models)
 
 
+def ensembles_valid_alone():
+    """Every ensemble config of a multi-model case: Triton accepts each as a config (ValidateModelConfig);
+    the rejection cases among them fail only once the other models are known (ensemble_utils.cc)."""
+    found = []
+    for case_dir in sorted(glob.glob(os.path.join(QA, "autofill_noplatform*", "ensemble", "*"))):
+        for path in sorted(glob.glob(os.path.join(case_dir, "*", "config.pbtxt"))):
+            config = mc.parse(read(path))
+            if config.get("platform") == "ensemble":
+                found.append(pytest.param(config, id=os.path.relpath(os.path.dirname(path), QA)))
+    return found
+
+
+@pytest.mark.parametrize("config", ensembles_valid_alone())
+def test_ensembles_pass_without_models(config):
+    # models omitted: the wiring check that needs the other models is skipped, not failed
+    mc.validate(config)
+    mc.validate(config, models=None)
+
+
+def test_ensembles_without_models_are_the_ones_expected():
+    assert len(ensembles_valid_alone()) == 20  # 15 in wiring-rejection cases, 5 in cases Triton loads
+
+
+def test_given_models_the_wiring_check_applies():
+    config, models = load_case(os.path.join(QA, "autofill_noplatform", "ensemble", "non_existing_model"))
+    mc.validate(config)
+    with pytest.raises(mc.ModelConfigError) as err:
+        mc.validate(config, models={})  # an empty mapping: "no other models", so every step is missing
+    assert "contains models that are not available or ambiguous" in str(err.value)
+    with pytest.raises(mc.ModelConfigError):
+        mc.validate(config, models=models)
+
+
 def test_qa_case_counts():
     # Guards against a fixture tree that silently lost cases.
     assert len(cases("noautofill_platform/*")) == 58

@@ -175,3 +175,88 @@ def test_failed_write_leaves_old_file_and_no_temp(capsys, tmp_path, monkeypatch)
     with open(path) as handle:
         assert handle.read() == golden("alert_classifier")
     assert leftovers(tmp_path, "alert_classifier") == []
+
+
+# -- issue 11: ensembles without models, src, validate_only ----------------------------------------
+def test_ensemble_without_models_gets_its_own_checks_only(capsys, tmp_path):
+    result = run_module(capsys, repository=str(tmp_path), name="alert_triage", config=seed("alert_triage"))
+    assert result["changed"] is True and result["content"] == golden("alert_triage")
+    broken = seed("alert_triage")
+    broken["ensemble_scheduling"]["step"][0]["model_name"] = ""
+    bad = run_module(capsys, repository=str(tmp_path / "other"), name="alert_triage", config=broken)
+    assert bad["failed"] is True and "ensemble_scheduling.step[0].model_name: must specify 'model_name'" in bad["msg"]
+
+
+def write_src(tmp_path, name, text):
+    path = tmp_path / "incoming" / name / "config.pbtxt"
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    return str(path)
+
+
+def test_src_is_checked_and_written_in_canonical_form(capsys, tmp_path):
+    # a hand-written file: comments, other spacing; the module writes the canonical text
+    text = "# by hand\n" + golden("alert_classifier").replace("  ", "    ")
+    src = write_src(tmp_path, "alert_classifier", text)
+    repo = tmp_path / "repo"
+    result = run_module(capsys, repository=str(repo), name="alert_classifier", src=src)
+    assert result["changed"] is True
+    with open(result["path"]) as handle:
+        assert handle.read() == golden("alert_classifier")
+    assert run_module(capsys, repository=str(repo), name="alert_classifier", src=src)["changed"] is False
+    with open(src) as handle:
+        assert handle.read() == text  # the source is only read
+
+
+def test_validate_only_needs_no_repository_and_writes_nothing(capsys, tmp_path):
+    src = write_src(tmp_path, "anomaly_detector", golden("anomaly_detector"))
+    before = sorted(os.listdir(str(tmp_path)))
+    result = run_module(capsys, src=src, validate_only=True, gpus=[])
+    assert result["changed"] is False and "path" not in result
+    assert result["content"] == golden("anomaly_detector.cpu")  # fitted to the host, as a write would be
+    assert result["config"]["name"] == "anomaly_detector"
+    assert sorted(os.listdir(str(tmp_path))) == before
+    # the same in check mode: validate_only does not change what check mode means
+    assert run_module(capsys, check=True, src=src, validate_only=True, gpus=[])["changed"] is False
+
+
+def test_validate_only_reports_what_triton_would_refuse(capsys, tmp_path):
+    text = golden("anomaly_detector").replace("max_batch_size: 32", "max_batch_size: 32\nmodel_warmup [ { name: \"w\" batch_size: 64 "
+                                              "inputs { key: \"metrics_input\" value { data_type: TYPE_FP32 dims: [ 60, 20 ] zero_data: true } } } ]")
+    assert text != golden("anomaly_detector")
+    src = write_src(tmp_path, "anomaly_detector", text)
+    result = run_module(capsys, src=src, validate_only=True)
+    assert result["failed"] is True
+    assert result["msg"] == ("anomaly_detector: model_warmup[0].batch_size: failed to run warmup sample 'w': batch size 64 for "
+                             "'anomaly_detector', max allowed is 32")
+
+
+def test_validate_only_with_config_data_and_name_from_the_config(capsys):
+    result = run_module(capsys, config=seed("alert_classifier"), validate_only=True)
+    assert result["changed"] is False and result["content"] == golden("alert_classifier")
+
+
+def test_validate_only_name_from_the_src_directory(capsys, tmp_path):
+    text = "\n".join(line for line in golden("alert_classifier").splitlines() if not line.startswith("name:")) + "\n"
+    src = write_src(tmp_path, "alert_classifier", text)
+    result = run_module(capsys, src=src, validate_only=True)
+    assert result["config"]["name"] == "alert_classifier"
+
+
+@pytest.mark.parametrize("args,message", [
+    ({"validate_only": True}, "one of the following is required: config, src"),
+    ({"validate_only": True, "config": {"backend": "python"}, "src": "/x"}, "parameters are mutually exclusive: config|src"),
+    ({"config": {"backend": "python"}}, "validate_only is False but all of the following are missing: repository, name"),
+    ({"validate_only": True, "src": "/nonexistent/m/config.pbtxt"}, "src: cannot read /nonexistent/m/config.pbtxt: [Errno 2]"),
+])
+def test_src_and_validate_only_argument_errors(capsys, args, message):
+    result = run_module(capsys, **args)
+    assert result["failed"] is True
+    assert message in result["msg"], result["msg"]
+
+
+def test_src_that_is_not_pbtxt_names_the_file(capsys, tmp_path):
+    src = write_src(tmp_path, "m", "name: 3 4\n")
+    result = run_module(capsys, src=src, validate_only=True, name="m")
+    assert result["failed"] is True
+    assert result["msg"].startswith("m: src: %s: config.pbtxt: 1:" % src)
