@@ -39,7 +39,7 @@ def model_config_from_pbtxt(text):
 
 
 def model_config_to_pbtxt(config):
-    """ModelConfig data -> canonical config.pbtxt text (schema-checked)."""
+    """ModelConfig data -> canonical config.pbtxt text (schema-checked only; no Triton load-time rules)."""
     _need_pb2()
     if not isinstance(config, dict):
         raise AnsibleFilterError("model_config_to_pbtxt expects a mapping, got %s" % type(config).__name__)

@@ -38,3 +38,17 @@ def test_errors_are_filter_errors():
     assert "input[0].data_type: 'FP23' is not a valid DataType" in str(err.value)
     with pytest.raises(AnsibleFilterError):
         FILTERS["model_config_to_pbtxt"]("name: m")
+
+
+def test_to_pbtxt_checks_the_schema_only_as_its_docs_say():
+    # Triton refuses this at load (warmup batch over max_batch_size); the filter renders it, the module refuses it.
+    from ansible_collections.aiops.triton.plugins.module_utils import model_config as mc
+    config = FILTERS["model_config_from_pbtxt"](golden("anomaly_detector"))
+    config["model_warmup"] = [{"name": "w", "batch_size": 64, "inputs": {
+        "metrics_input": {"data_type": "TYPE_FP32", "dims": [60, 20], "zero_data": True}}}]
+    assert "batch_size: 64" in FILTERS["model_config_to_pbtxt"](config)
+    with pytest.raises(mc.ModelConfigError):
+        mc.validate(config)
+    docs = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "plugins", "filter", "model_config_to_pbtxt.yml")
+    with open(docs) as handle:
+        assert "Checks the schema only" in handle.read()
