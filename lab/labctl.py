@@ -48,6 +48,7 @@ BUCKET = "aiops-models"
 LABEL = "aiops.lab=1"
 KEEPER = "aiops-lab-gw"
 MAX_HOSTS = 8
+HOST_CAPS = ("--cap-add", "SYS_ADMIN")
 # Bump when the image recipe below changes in a way the package list does not show.
 RECIPE_VERSION = "3"
 
@@ -311,8 +312,9 @@ def start_host(name, os_name):
         log("%s already running" % name)
         return False
     podman("rm", "-f", name, check=False)
+    # CAP_SYS_ADMIN as a real host's root has it: triton_server remounts /proc hidepid=invisible.
     podman("run", "-d", "--name", name, "--hostname", name, "--label", LABEL, "--label", "aiops.lab.host=1",
-           "--network", NETWORK, "--systemd=always", "--tmpfs", "/tmp", "--tmpfs", "/run",
+           "--network", NETWORK, "--systemd=always", "--tmpfs", "/tmp", "--tmpfs", "/run", *HOST_CAPS,
            IMAGE.format(os=os_name), "/sbin/init")
     return True
 

@@ -119,3 +119,18 @@ def test_down_keeps_the_drop_in_while_a_container_survives(etc, monkeypatch, tmp
     with pytest.raises(labctl.LabError, match="survived"):
         labctl.down()
     assert (etc / "containers.conf.d" / "90-aiops-lab.conf").exists()
+
+
+def test_lab_hosts_get_cap_sys_admin(monkeypatch):
+    """triton_server remounts /proc with hidepid on its hosts; a lab host must allow it like a real one."""
+    calls = []
+
+    def record(*args, check=True):
+        calls.append(args)
+        return types.SimpleNamespace(returncode=1, stdout="")
+    monkeypatch.setattr(labctl, "podman", record)
+    monkeypatch.setattr(labctl, "container_running", lambda name: False)
+    assert labctl.start_host("lab-1", "debian12")
+    run = [c for c in calls if c[0] == "run"][0]
+    assert run[run.index("--cap-add") + 1] == "SYS_ADMIN"
+    assert run[-2:] == ("localhost/aiops-lab-debian12", "/sbin/init")
