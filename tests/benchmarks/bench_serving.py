@@ -8,7 +8,7 @@ each with the closed-loop generator of tools/bench/loadgen.py at every concurren
 rounds; writes build/reports/bench_serving.json, the tables of docs/benchmarks.md (its
 ``bench_serving`` section) and the PNG plots under docs/img/.
 
-Settings (environment): BENCH_REPOSITORY (build/model_repository), BENCH_DURATION (s measured, 3),
+Settings (environment): BENCH_REPOSITORY (build/model_repository), BENCH_DURATION (s measured, 2),
 BENCH_WARMUP (s, 1), BENCH_ROUNDS (3), BENCH_CONCURRENCY (1,8,32,64), BENCH_MODELS (all three),
 BENCH_WORKERS (2), BENCH_DOCS (1 = write the docs section and plots; 0 = JSON only).
 Exit status 1 when a request failed, or (BENCH_STRICT=1) when a target ratio is missed; the docs
@@ -165,15 +165,18 @@ def markdown(results, settings, elapsed, facts, load_before, load_after, targets
     ]
     for model, by_name in results.items():
         lines += ["#### %s" % model, "",
-                  "| variant | concurrency | req/s | p50 ms | p95 ms | p99 ms | errors | server CPU | generator CPU |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+                  "| variant | concurrency | req/s | p50 ms | p95 ms | p99 ms | errors | server CPU | generator CPU | req per server CPU-s |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         for conc in settings["concurrency"]:
             for name, by_c in by_name.items():
                 if conc in by_c:
                     v = by_c[conc]
-                    lines.append("| %s | %d | %s | %s | %s | %s | %d | %.2f | %.2f |" % (
+                    # requests per CPU-second of the server: how much work a request costs, which the
+                    # share of a busy shared machine each server got does not change
+                    per_cpu = v["throughput"] / v["server_cpu"] if v["server_cpu"] > 0 else float("nan")
+                    lines.append("| %s | %d | %s | %s | %s | %s | %d | %.2f | %.2f | %s |" % (
                         name, conc, fmt(v["throughput"]), fmt(v["p50"], 2), fmt(v["p95"], 2), fmt(v["p99"], 2),
-                        v["errors"], v["server_cpu"], v["gen_cpu"]))
+                        v["errors"], v["server_cpu"], v["gen_cpu"], fmt(per_cpu)))
         lines.append("")
     lines += ["#### Targets (ratios in this run, Triton over gRPC)", "",
               "| model | measure | ratio | target | met |", "|---|---|---|---|---|"]
@@ -188,7 +191,7 @@ def markdown(results, settings, elapsed, facts, load_before, load_after, targets
 def main():
     settings = {
         "repository": os.path.abspath(os.environ.get("BENCH_REPOSITORY", os.path.join(CHECKOUT, "build", "model_repository"))),
-        "duration": report.env_num("BENCH_DURATION", 3.0),
+        "duration": report.env_num("BENCH_DURATION", 2.0),
         "warmup": report.env_num("BENCH_WARMUP", 1.0),
         "rounds": report.env_num("BENCH_ROUNDS", 3, int),
         "concurrency": report.env_list("BENCH_CONCURRENCY", "1,8,32,64", int),

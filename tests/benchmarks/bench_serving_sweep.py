@@ -7,7 +7,7 @@ candidates run at the same time and are measured in interleaved rounds (tools/be
 gRPC, closed loop) at concurrency 1 and 32 for anomaly_detector and alert_classifier.  Writes
 build/reports/bench_serving_sweep.json and the ``bench_serving_sweep`` section of docs/benchmarks.md.
 
-Settings (environment): BENCH_REPOSITORY, BENCH_DURATION (3), BENCH_WARMUP (1), BENCH_ROUNDS (3),
+Settings (environment): BENCH_REPOSITORY, BENCH_DURATION (2), BENCH_WARMUP (1), BENCH_ROUNDS (3),
 BENCH_SWEEP_CONCURRENCY (1,32), BENCH_SWEEP (comma-separated candidate names; default all),
 BENCH_DOCS (1).
 """
@@ -31,35 +31,35 @@ CPU = "KIND_CPU"
 
 
 def candidate(delay=None, preferred=None, instances=None, ort_threads=None):
-    """Overrides for both models; ``delay=None`` removes dynamic batching, ``False`` keeps the built config."""
+    """Overrides for both models; ``delay=None`` removes dynamic batching."""
     both, anomaly = {}, {}
-    if delay is not False:
-        if delay is None:
-            both["dynamic_batching"] = None
-        else:
-            both["dynamic_batching"] = {"max_queue_delay_microseconds": str(delay)} if delay else {}
-            if preferred:
-                both["dynamic_batching"]["preferred_batch_size"] = preferred
+    if delay is None:
+        both["dynamic_batching"] = None
+    else:
+        both["dynamic_batching"] = {"max_queue_delay_microseconds": str(delay)} if delay else {}
+        if preferred:
+            both["dynamic_batching"]["preferred_batch_size"] = preferred
     if instances:
         both["instance_group"] = [{"count": instances, "kind": CPU}]
-    if ort_threads:
-        anomaly["parameters"] = {"intra_op_thread_count": {"string_value": str(ort_threads)},
-                                 "inter_op_thread_count": {"string_value": "1"}}
+    # anomaly_detector's only parameters are the onnxruntime threads: None = onnxruntime's default
+    anomaly["parameters"] = {"intra_op_thread_count": {"string_value": str(ort_threads)},
+                             "inter_op_thread_count": {"string_value": "1"}} if ort_threads else None
     return {"anomaly_detector": dict(both, **anomaly), "alert_classifier": dict(both)}
 
 
-# name -> (what it is, overrides); "built" is what model_repository/*/model.yml ships today
+# name -> (what it is, overrides on top of the built configs)
 CANDIDATES = [
-    ("built", "the configs model_repository/*/model.yml ship now", {}),
+    ("built", "what model_repository/*/model.yml ship (chosen from this sweep: delay 0, 2 instances, ORT 1 thread)", {}),
     ("delay100ms+pref", "the article's settings: queue delay 100 ms (anomaly) / 50 ms (classifier), preferred sizes, 2 instances, ORT default threads",
      {"anomaly_detector": {"dynamic_batching": {"preferred_batch_size": [4, 8, 16, 32], "max_queue_delay_microseconds": "100000"},
                            "instance_group": [{"count": 2, "kind": CPU}], "parameters": None},
       "alert_classifier": {"dynamic_batching": {"preferred_batch_size": [8, 16, 32, 64], "max_queue_delay_microseconds": "50000"},
                            "instance_group": [{"count": 2, "kind": CPU}]}}),
-    ("delay0+pref", "queue delay 0, preferred sizes kept, 2 instances", candidate(0, [4, 8, 16, 32], 2)),
-    ("delay0", "queue delay 0, no preferred sizes, 2 instances", candidate(0, None, 2)),
-    ("delay500us", "queue delay 500 us, no preferred sizes, 2 instances", candidate(500, None, 2)),
-    ("delay0-1inst", "queue delay 0, 1 instance", candidate(0, None, 1)),
+    ("delay0+pref", "queue delay 0, preferred sizes kept, 2 instances, ORT default threads", candidate(0, [4, 8, 16, 32], 2)),
+    ("delay0", "queue delay 0, no preferred sizes, 2 instances, ORT default threads", candidate(0, None, 2)),
+    ("delay500us", "queue delay 500 us, no preferred sizes, 2 instances, ORT default threads", candidate(500, None, 2)),
+    ("delay2ms-ort1", "queue delay 2 ms, no preferred sizes, 2 instances, ORT 1 thread", candidate(2000, None, 2, 1)),
+    ("delay0-1inst", "queue delay 0, 1 instance, ORT 1 thread", candidate(0, None, 1, 1)),
     ("delay0-ort1", "queue delay 0, 2 instances, ORT intra/inter-op 1 thread", candidate(0, None, 2, 1)),
     ("nobatch-ort1", "no dynamic batching (one request per execute), 2 instances, ORT 1 thread", candidate(None, None, 2, 1)),
 ]
@@ -67,7 +67,7 @@ CANDIDATES = [
 
 def main():
     repo = os.path.abspath(os.environ.get("BENCH_REPOSITORY", os.path.join(CHECKOUT, "build", "model_repository")))
-    duration = report.env_num("BENCH_DURATION", 3.0)
+    duration = report.env_num("BENCH_DURATION", 2.0)
     warmup = report.env_num("BENCH_WARMUP", 1.0)
     rounds = report.env_num("BENCH_ROUNDS", 3, int)
     concs = report.env_list("BENCH_SWEEP_CONCURRENCY", "1,32", int)
