@@ -260,7 +260,7 @@ def fetch_remote_version(client, bucket, prefix, model, version, allow_unverifie
         return None
     if not allow_unverified:
         raise IncompleteVersion("s3://%s/%s has no %s: an incomplete publish is refused (allow_unverified=true syncs it "
-                          "checked by size and MD5 ETag)" % (bucket, version_prefix(prefix, model, version), MANIFEST_NAME))
+                                "checked by size and MD5 ETag)" % (bucket, version_prefix(prefix, model, version), MANIFEST_NAME))
     return _unverified_version(bucket, prefix, model, version, objects)
 
 

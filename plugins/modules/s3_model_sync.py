@@ -30,7 +30,7 @@ description:
     to two renames, with an instant in which C(<model>/<version>) is missing; a run killed in that instant leaves
     the old version aside complete, and the next run puts it back. See C(docs/s3-sync-atomicity.md) in the
     collection for exactly what is atomic.
-  - Removing a version renames it out of Triton's sight in one step, then deletes it. A removal is never undone:
+  - Removing a version renames it out of Triton's sight in one step, then deletes it. A removal is never undone;
     a run killed while deleting leaves a half-deleted directory that the next run deletes, never restores.
   - The manifest is checked before anything is written. Every entry needs a safe relative C(path) (a string,
     no NUL byte, no empty, C(.) or C(..) component, no duplicate, no file that is also another entry's directory,

@@ -197,6 +197,12 @@ class FaultProxy(object):
                 if self.command != "HEAD":
                     self.wfile.write(data)
 
+            def handle_one_request(self):
+                try:
+                    super().handle_one_request()
+                except (BrokenPipeError, ConnectionResetError):  # the client was killed or gave up: expected here
+                    self.close_connection = True
+
             do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _handle
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
