@@ -10,7 +10,8 @@ PY := $(VENV)/bin/python
 export PATH := $(VENV)/bin:$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/.collection
 HOSTS ?= 2
-APT_PACKAGES := podman runc debootstrap uidmap slirp4netns iproute2 git make python3-venv shellcheck
+APT_PACKAGES := podman runc debootstrap uidmap slirp4netns iproute2 git make python3-venv shellcheck \
+                prometheus prometheus-node-exporter
 STAGE := $(ROOT)/tools/stage.sh
 
 .PHONY: help setup system-packages venv collection-link lab lab-image lab-up lab-services lab-down \
@@ -26,11 +27,14 @@ system-packages:
 	if ! dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then
 	  apt-get update -qq
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(APT_PACKAGES)
+	  # The packages enable system services on :9090/:9100; the monitoring tests start their own on
+	  # loopback ports, so these must not sit on the machine.
+	  if [ -d /run/systemd/system ]; then systemctl disable --now prometheus.service prometheus-node-exporter.service; fi
 	fi
 
 # The venv is rebuilt only when a requirements file changes.
 venv: $(VENV)/.installed
-$(VENV)/.installed: requirements/controller.txt requirements/models-build.txt roles/triton_server/files/requirements-native.txt roles/triton_server/files/requirements-python-models.txt
+$(VENV)/.installed: requirements/controller.txt requirements/models-build.txt roles/triton_server/files/requirements-native.txt roles/triton_server/files/requirements-python-models.txt requirements/monitoring.txt
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check $(foreach f,$^,-r $(f))
 	python3 -m venv $(ROOT)/.venv-sanity
@@ -79,6 +83,10 @@ site:
 
 # The main job: everything from a bare machine to verified Triton hosts in the lab.
 lab: lab-up publish-models site
+	eval "$$($(PY) lab/labctl.py env)"
+	# The lab's Prometheus (Debian's package on lab-1; inventories/lab-monitoring layers the group on).
+	ansible-playbook -i inventories/lab -i inventories/lab-monitoring playbooks/monitoring.yml
+	echo "Lab Prometheus: http://$$(podman inspect -f '{{(index .NetworkSettings.Networks "aiops-lab").IPAddress}}' lab-1):9090"
 
 ## --- tests ----------------------------------------------------------------------------------------
 test: setup lab-services publish-models
