@@ -93,7 +93,7 @@ def test_sigkill_during_removal_never_brings_the_version_back(moto, s3, repo, tm
     assert idle.get("failed") is None, idle
     assert (idle["versions_added"], idle["versions_removed"], idle["versions_kept"]) == ([], [], [2])
     assert idle["recovered"] == [doomed[0]] and idle["changed"] is True
-    assert sorted(os.listdir(str(model_dir))) == sorted(["2", LOCK_NAME])
+    assert work_dirs(model_dir) == [] and sorted(os.listdir(str(model_dir))) == sorted(["2", LOCK_NAME])
 
     digests[3] = publish_version(s3, BUCKET, PREFIX, model, 3, files_for(3))
     up = run_module(tmp_path, base_args(moto, repo, model, latest=1, keep_versions=1))
