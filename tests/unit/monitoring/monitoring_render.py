@@ -1,5 +1,6 @@
 """Render roles/triton_monitoring's templates the way Ansible does, for unit tests that need no play."""
 
+import json
 import os
 
 import jinja2
@@ -40,3 +41,16 @@ def render_rules(overrides=None):
     context.update(TEST_VARS)
     context.update(overrides or {})
     return env.from_string(body).render(context)
+
+
+def render_file_sd(hostvars, job_hosts, port_var="triton_server_metrics_port", port_default=8002, **extra):
+    """templates/file_sd.json.j2 with Ansible's to_json; ``hostvars`` as Ansible gives them."""
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    env.filters["to_json"] = json.dumps
+    with open(os.path.join(ROLE, "templates", "file_sd.json.j2")) as handle:
+        template = env.from_string(handle.read())
+    context = dict(role_file("defaults", "main.yml"))
+    context.update(role_file("vars", "main.yml"))
+    context.update(hostvars=hostvars, _job_hosts=job_hosts, _port_var=port_var, _port_default=port_default)
+    context.update(extra)
+    return json.loads(template.render(context))

@@ -1,0 +1,42 @@
+"""The file_sd targets the role writes: address, port and labels per host, rollout group fallbacks."""
+
+from monitoring_render import render_file_sd
+
+FLEET = {
+    "gpu-1": {"group_names": ["triton_servers", "triton_canary"], "ansible_host": "10.0.0.1",
+              "triton_rollout_groups": ["triton_canary", "triton_wave_1"]},
+    "gpu-2": {"group_names": ["triton_servers", "triton_wave_1"], "triton_server_metrics_port": 9002,
+              "triton_server_install_method": "container", "triton_rollout_groups": ["triton_canary", "triton_wave_1"],
+              "triton_monitoring_target_address": "gpu-2.mgmt.example"},
+    "cpu-1": {"group_names": ["triton_servers", "triton_other"], "triton_monitoring_target_address": "",
+              "triton_rollout_groups": ["triton_canary", "triton_wave_1"]},
+}
+
+
+def test_one_target_group_per_host_with_its_labels():
+    assert render_file_sd(FLEET, ["gpu-1", "gpu-2", "cpu-1"]) == [
+        {"targets": ["10.0.0.1:8002"], "labels": {"host": "gpu-1", "rollout_group": "triton_canary", "install_method": "native"}},
+        {"targets": ["gpu-2.mgmt.example:9002"], "labels": {"host": "gpu-2", "rollout_group": "triton_wave_1", "install_method": "container"}},
+        # in none of the rollout groups: the default label
+        {"targets": ["cpu-1:8002"], "labels": {"host": "cpu-1", "rollout_group": "ungrouped", "install_method": "native"}},
+    ]
+
+
+def test_without_rollout_groups_every_host_is_ungrouped():
+    hostvars = {"h": {"group_names": ["triton_servers", "triton_canary"], "ansible_host": "192.0.2.7"}}
+    assert render_file_sd(hostvars, ["h"])[0]["labels"]["rollout_group"] == "ungrouped"
+
+
+def test_rollout_group_follows_the_ordered_list_not_group_names():
+    hostvars = {"h": {"group_names": ["a_group", "b_group", "triton_servers"], "triton_rollout_groups": ["b_group", "a_group"]}}
+    assert render_file_sd(hostvars, ["h"])[0]["labels"]["rollout_group"] == "b_group"
+
+
+def test_exporter_port_defaults_and_per_host_override():
+    hostvars = {"a": {"group_names": []}, "b": {"group_names": [], "triton_monitoring_node_exporter_port": 19100}}
+    groups = render_file_sd(hostvars, ["a", "b"], port_var="triton_monitoring_node_exporter_port", port_default=9100)
+    assert [g["targets"] for g in groups] == [["a:9100"], ["b:19100"]]
+
+
+def test_no_hosts_is_an_empty_list():
+    assert render_file_sd({}, []) == []
