@@ -118,8 +118,8 @@ class TritonClient(object):
         models = {}
         for entry in self.repository_index():
             if entry.get("name") and entry.get("version"):
-                models.setdefault(entry["name"], {})[int(entry["version"])] = (entry.get("state", "UNKNOWN"),
-                                                                             entry.get("reason", ""))
+                state = (entry.get("state", "UNKNOWN"), entry.get("reason", ""))
+                models.setdefault(entry["name"], {})[int(entry["version"])] = state
         return models.get(name, {}) if name is not None else models
 
     def model_versions(self, name):
