@@ -3,7 +3,8 @@
 
 Installed by aiops.triton.triton_monitoring (tasks_from: drift_reporter.yml) and run by a systemd
 timer. Reads the repository index (POST /v2/repository/index, with the repository-API key the
-triton_server role stores) and the pins file (JSON: {"model": [versions], ...}) and writes, atomically:
+triton_server role stores) and the pins file (JSON: {"model": [versions] or N, ...}; N is an inventory
+entry `latest: N`: the N newest served versions count as pinned) and writes, atomically:
 
   aiops_triton_server_ready                        1 when /v2/health/ready answers 200
   aiops_triton_drift_index_success                 1 when the repository index was read
@@ -63,11 +64,27 @@ def served_versions(url, key, header, timeout):
 
 
 def read_pins(path):
+    """{model: set(versions) or int N (the N newest served)}."""
     with open(path) as handle:
         pins = json.load(handle)
-    if not isinstance(pins, dict) or not all(isinstance(v, list) for v in pins.values()):
-        raise ValueError("%s: expected a JSON object of model name -> list of versions" % path)
-    return dict((model, set(str(v) for v in versions)) for model, versions in pins.items())
+    if not isinstance(pins, dict) or not all(isinstance(v, list) or (isinstance(v, int) and not isinstance(v, bool) and v > 0)
+                                             for v in pins.values()):
+        raise ValueError("%s: expected a JSON object of model name -> list of versions (or a positive count of newest versions)" % path)
+    return dict((model, v if isinstance(v, int) else set(str(x) for x in v)) for model, v in pins.items())
+
+
+def version_key(version):
+    return (len(version), version)
+
+
+def resolve(pins, served):
+    """Turn ``latest: N`` pins into the N newest versions this host serves."""
+    resolved = {}
+    for model, want in pins.items():
+        if isinstance(want, int):
+            want = set(sorted(served.get(model, set()), key=version_key)[-want:])
+        resolved[model] = want
+    return resolved
 
 
 def escape(value):
@@ -90,9 +107,10 @@ def render(is_ready, served, pins, now):
     if served is not None:
         lines += ["# HELP aiops_triton_model_version A model version served by Triton (READY) and/or pinned by the inventory.",
                   "# TYPE aiops_triton_model_version gauge"]
+        pins = resolve(pins, served)
         for model in sorted(set(served) | set(pins)):
             have, want = served.get(model, set()), pins.get(model, set())
-            for version in sorted(have | want, key=lambda v: (len(v), v)):
+            for version in sorted(have | want, key=version_key):
                 lines.append('aiops_triton_model_version{model="%s",version="%s",served="%s",pinned="%s"} 1'
                              % (escape(model), escape(version), str(version in have).lower(), str(version in want).lower()))
     return "\n".join(lines) + "\n"

@@ -34,6 +34,19 @@ def test_served_and_pinned_versions_are_paired():
     ]
 
 
+def test_latest_n_pins_the_newest_served_versions():
+    text = drift.render(True, {"m": {"3", "10", "9"}}, {"m": 2}, 0)
+    assert samples(text)[3:] == ['aiops_triton_model_version{model="m",version="3",served="true",pinned="false"} 1',
+                                 'aiops_triton_model_version{model="m",version="9",served="true",pinned="true"} 1',
+                                 'aiops_triton_model_version{model="m",version="10",served="true",pinned="true"} 1']
+
+
+def test_pins_file_accepts_lists_and_counts(tmp_path):
+    pins = tmp_path / "pins.json"
+    pins.write_text(json.dumps({"a": [1, "2"], "b": 3}))
+    assert drift.read_pins(str(pins)) == {"a": {"1", "2"}, "b": 3}
+
+
 def test_versions_sort_numerically():
     text = drift.render(True, {"m": {"10", "9"}}, {"m": {"9", "10"}}, 0)
     assert [line.split('version="')[1].split('"')[0] for line in samples(text)[3:]] == ["9", "10"]
@@ -90,7 +103,7 @@ def test_unreachable_triton_is_reported_not_ready(tmp_path):
     assert [name for name in os.listdir(str(tmp_path)) if name.startswith(".")] == []
 
 
-@pytest.mark.parametrize("content", ["[1, 2]", "{not json"])
+@pytest.mark.parametrize("content", ["[1, 2]", "{not json", '{"m": 0}', '{"m": true}'])
 def test_malformed_pins_are_refused(tmp_path, content):
     pins = tmp_path / "pins.json"
     pins.write_text(content)
