@@ -195,7 +195,7 @@ def write(raw, out_dir):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--raw", required=True, help="what playbooks/verify.yml collected (fleet-raw.json)")
     parser.add_argument("--out", required=True, help="directory for fleet-report.json and fleet-report.html")
     args = parser.parse_args(argv)
