@@ -75,7 +75,8 @@ options:
   model:
     description:
       - Model name, the directory name under O(repository) and under O(prefix).
-      - Refused before anything is read or written when it cannot be a model directory name (see M(aiops.triton.triton_model_config)'s O(aiops.triton.triton_model_config#module:name)).
+      - Refused before anything is read or written when it cannot be a model directory name
+        (see M(aiops.triton.triton_model_config)'s O(aiops.triton.triton_model_config#module:name)).
     type: str
     required: true
   versions:

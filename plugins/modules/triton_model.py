@@ -46,7 +46,8 @@ options:
   name:
     description:
       - Model name, as in the model repository.
-      - Refused before Triton is contacted when it cannot be a model directory name (see M(aiops.triton.triton_model_config)'s O(aiops.triton.triton_model_config#module:name)).
+      - Refused before Triton is contacted when it cannot be a model directory name
+        (see M(aiops.triton.triton_model_config)'s O(aiops.triton.triton_model_config#module:name)).
     type: str
     required: true
   state:
