@@ -240,8 +240,13 @@ def resolve_name(params, config):
     return check_model_name(name, "name")
 
 
-def build(params, name, source):
-    """Merge, fit to the host and check; return (canonical dict, text). Raises ModelConfigError."""
+def build(params, name=None, source=None):
+    """Merge, fit to the host and check; return (canonical dict, text). Raises ModelConfigError.
+
+    ``name`` and ``source`` default to params' name and config (tests/benchmarks/bench_render_configs.py calls it so).
+    """
+    name = params["name"] if name is None else name
+    source = params["config"] if source is None else source
     config = deep_merge(source, params["overrides"])
     if config.setdefault("name", name) != name:
         raise ModelConfigError("name: config name %r does not match the model directory name %r" % (config["name"], name))
