@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Build the aiops.triton Grafana dashboard with grafana-foundation-sdk.
 
     python tools/monitoring_dashboard.py            write roles/triton_monitoring/files/grafana/aiops-triton-dashboard.json

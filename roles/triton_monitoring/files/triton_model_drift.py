@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Write Triton's served model versions and the inventory's pins as a node_exporter textfile.
 
 Installed by aiops.triton.triton_monitoring (tasks_from: drift_reporter.yml) and run by a systemd
@@ -132,7 +131,7 @@ def write_atomic(path, text):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--url", required=True, help="Triton HTTP endpoint, e.g. http://127.0.0.1:8000")
     parser.add_argument("--pins", required=True, help="JSON file: model -> list of pinned versions")
     parser.add_argument("--output", required=True, help="textfile to write (*.prom in node_exporter's textfile dir)")

@@ -32,7 +32,7 @@ def role_file(*parts):
 def render_rules(overrides=None):
     """The rules file as Ansible writes it: the #jinja2 header sets [[ ]] as variable delimiters."""
     with open(RULES_TEMPLATE) as handle:
-        header, _, body = handle.read().partition("\n")
+        header, _sep, body = handle.read().partition("\n")
     assert header.startswith("#jinja2:"), "the rules template must keep its #jinja2 delimiter header"
     env = jinja2.Environment(variable_start_string="[[", variable_end_string="]]", undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True)
