@@ -82,9 +82,12 @@ def fleet_problems(hostvars, groups):
     return problems
 
 
-def rollout_plan(hostvars, groups):
-    """{pattern, batches, order, groups}: rollout groups in order, each in its own batches (triton_rollout_serial)."""
-    servers = _servers(groups)
+def rollout_plan(hostvars, groups, hosts=None):
+    """{pattern, batches, order, groups}: rollout groups in order, each in its own batches (triton_rollout_serial).
+
+    ``hosts``: the hosts this run may touch (``ansible_play_hosts_all``, so ``--limit`` is honoured).
+    """
+    servers = [h for h in _servers(groups) if hosts is None or h in hosts]
     ordered = _ordered_groups(hostvars, groups)
     membership = {fleet.SERVERS_GROUP: servers} if ordered == [fleet.SERVERS_GROUP] else dict((g, list(groups.get(g, []))) for g in ordered)
     serial = {}

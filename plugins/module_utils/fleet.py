@@ -79,7 +79,7 @@ def _entry_problems(entry, where):
 def desired_models(entries, catalog=None, resolved=None):
     """Each triton_models_list entry merged over ``catalog[name]``, its config pinned to its versions.
 
-    ``resolved`` maps model name -> versions for ``latest: N`` entries resolved once per rollout.
+    ``resolved`` maps "<model>:<N>" -> versions for ``latest: N`` entries resolved once per rollout.
     Raises FleetError on the first malformed entry.  Entries with ``state: absent`` are kept (flagged)
     so the role can unload and delete them.
     """
@@ -101,8 +101,12 @@ def desired_models(entries, catalog=None, resolved=None):
             raise FleetError("; ".join(problems))
         entry.setdefault("state", "present")
         entry["ensemble"] = is_ensemble(entry["config"])
-        if "latest" in entry and resolved and raw["name"] in resolved:
-            entry["versions"] = sorted(int(v) for v in resolved[raw["name"]])
+        if "latest" in entry:
+            # resolved per model and N: two groups may ask for different N of the same model
+            entry["latest_key"] = "%s:%d" % (raw["name"], entry["latest"])
+            entry["resolved"] = bool((resolved or {}).get(entry["latest_key"]))
+            if entry["resolved"]:
+                entry["versions"] = sorted(int(v) for v in resolved[entry["latest_key"]])
         if entry["state"] == "present" and "versions" in entry:
             entry["config"] = pin_versions(entry["config"], entry["versions"])
         elif entry["state"] == "present" and not entry["ensemble"]:

@@ -661,7 +661,8 @@ def sync_present(client, bucket, prefix, model, repository, versions=None, lates
     model_dir = os.path.join(repository, model)
     remotes = resolve_wanted(client, bucket, prefix, model, versions, latest, allow_unverified)
     digests = dict((v, r.digest) for v, r in remotes.items())
-    result = {"bytes_transferred": 0, "files_transferred": 0}
+    # the wanted set, latest: N resolved (a rollout resolves it once, in check mode, and pins it everywhere)
+    result = {"bytes_transferred": 0, "files_transferred": 0, "versions": sorted(remotes)}
 
     def planned(before, recovered):
         plan = plan_sync(list(remotes), digests, before, keep_versions)

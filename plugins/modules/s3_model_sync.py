@@ -204,6 +204,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+versions:
+  description:
+    - The versions this sync makes present (O(versions), or what O(latest) resolved to), also in check mode.
+  returned: when O(state=present)
+  type: list
+  elements: int
+  sample: [2, 3]
 versions_added:
   description: Versions that were not on the host and were downloaded (or would be, in check mode).
   returned: always

@@ -71,13 +71,14 @@ def lab(tmp_path_factory, moto_server):
         yield {"root": root, "repo": repo, "s3": s3, "server": server, "moto": moto_server}
 
 
-def run_rollout(lab, add_sub_versions, pipeline=True, check=False):
+def run_rollout(lab, add_sub_versions, pipeline=True, check=False, latest=None):
     server = lab["server"]
     inventory = lab["root"] / "hosts.ini"
     inventory.write_text("[triton_servers]\nlocalhost ansible_connection=local ansible_python_interpreter=%s\n"
                          % sys.executable)
     extra = {
-        "triton_models_list": [{"name": "add_sub", "config": ADD_SUB, "versions": add_sub_versions}]
+        "triton_models_list": [dict({"name": "add_sub", "config": ADD_SUB},
+                                    **({"latest": latest} if latest else {"versions": add_sub_versions}))]
         + ([{"name": "add_sub_pipeline", "config": PIPELINE, "versions": [1]}] if pipeline else []),
         "triton_models_s3_bucket": BUCKET,
         "triton_models_s3_endpoint_url": lab["moto"].endpoint,
@@ -167,3 +168,69 @@ def test_dropped_model_is_unloaded_deleted_and_forgotten(lab):
     assert not (lab["repo"] / "add_sub_pipeline").exists()
     assert not (lab["root"] / "state" / "add_sub_pipeline.json").exists()
     assert client.ready_versions("add_sub") == [2]
+
+
+def _recap_changed(out):
+    line = [l for l in out.splitlines() if l.startswith("localhost ") and "changed=" in l][-1]
+    return int(line.split("changed=")[1].split()[0])
+
+
+def test_check_mode_on_a_converged_host_reports_no_change(lab):
+    proc = run_rollout(lab, [2], pipeline=False, check=True)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    assert _recap_changed(proc.stdout) == 0, proc.stdout[-6000:]
+
+
+def test_drift_is_named_in_check_mode_and_nothing_changes(lab):
+    """A hand-edited config.pbtxt, a version loaded through the API, a deleted version directory."""
+    repo, client = lab["repo"], TritonClient(lab["server"].http_url, api_key=KEY)
+    config_path = repo / "add_sub" / "config.pbtxt"
+    edited = config_path.read_text() + 'parameters {\n  key: "hand"\n  value {\n    string_value: "edit"\n  }\n}\n'
+    config_path.write_text(edited)
+    # an unpinned version 5 (a copy of 2) loaded through the API next to the pinned 2
+    import shutil
+    shutil.copytree(repo / "add_sub" / "2", repo / "add_sub" / "5")
+    client.load_model("add_sub", config=dict(client.model_config("add_sub"), version_policy={"specific": {"versions": [2, 5]}}))
+    assert client.ready_versions("add_sub") == [2, 5]
+    # the pinned version's directory deleted by hand (Triton still serves it from memory)
+    shutil.rmtree(repo / "add_sub" / "2")
+
+    proc = run_rollout(lab, [2], pipeline=False, check=True)
+    out = proc.stdout
+    (lab["root"] / "drift-check.log").write_text(out)
+    assert proc.returncode == 0, out[-6000:] + proc.stderr[-2000:]
+    assert _recap_changed(out) > 0, out[-6000:]
+    tasks = dict((chunk.split("]", 1)[0], chunk) for chunk in out.split("TASK [")[1:])
+
+    def task(title):
+        return next(body for name, body in tasks.items() if title in name)
+    # each difference under its task, with the host and the model
+    config = task("Render config.pbtxt")
+    assert "changed: [localhost] => (item=add_sub)" in config and '-  key: "hand"' in config, config
+    load = task("Load each model at exactly its pinned versions")
+    assert "changed: [localhost] => (item=add_sub)" in load and '"ready_versions": [\n-        2,\n-        5\n+        2' in load, load
+    sync = task("Sync model versions")
+    assert "changed: [localhost] => (item=add_sub)" in sync and "\n+2 " in sync, sync
+    # and nothing changed
+    assert config_path.read_text() == edited
+    assert client.ready_versions("add_sub") == [2, 5]
+    assert 2 not in versions_on_disk(lab, "add_sub")
+
+    # a real run puts the desired state back
+    proc = run_rollout(lab, [2], pipeline=False)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    assert client.ready_versions("add_sub") == [2]
+    assert "hand" not in config_path.read_text()
+    assert 2 in versions_on_disk(lab, "add_sub")
+
+
+def test_latest_is_resolved_once_and_pinned(lab):
+    """latest: 1 with a new version 6 published: the rollout resolves it once and pins exactly [6]."""
+    publish_version(lab["s3"], BUCKET, "models", "add_sub", 6, add_sub_files(6))
+    proc = run_rollout(lab, None, pipeline=False, latest=1)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    assert "(item=add_sub latest 1)" in proc.stdout, proc.stdout[-6000:]
+    client = TritonClient(lab["server"].http_url, api_key=KEY)
+    assert client.ready_versions("add_sub") == [6]
+    assert "specific {\n    versions: [ 6 ]\n  }" in (lab["repo"] / "add_sub" / "config.pbtxt").read_text()
+    assert record(lab, "add_sub")["versions"] == [6]

@@ -130,8 +130,10 @@ def test_missing_manifest_is_refused_and_latest_skips_it(moto, s3, repo, tmp_pat
     assert refused["failed"] is True and "has no MANIFEST.json" in refused["msg"]
     assert os.listdir(str(repo)) == []
 
+    resolved = run_module(tmp_path, base_args(moto, repo, "partial", latest=1), check=True)
+    assert resolved["versions"] == [1] and os.listdir(str(repo)) == [], "check mode resolves latest, writes nothing"
     latest = run_module(tmp_path, base_args(moto, repo, "partial", latest=1))
-    assert latest["versions_added"] == [1]
+    assert latest["versions_added"] == [1] and latest["versions"] == [1]
 
     missing = run_module(tmp_path, base_args(moto, repo, "partial", versions=[9]))
     assert missing["failed"] is True and "version 9 of model partial is not published" in missing["msg"]

@@ -135,12 +135,12 @@ def test_failed_rollout_rolled_back_by_itself(host):
     out = rollout["stdout"] + rollout["stderr"]  # ansible-core prints task errors on stderr
     assert rollout["rc"] != 0, out
     assert "was rolled back" in out, out
-    # v1 was pruned by the v4 sync (keep_versions 1), so the rollback pins what is still on disk.
+    # the hot update pinned [2, 3] and was verified: that is what the rollback restores (v1 no longer serves)
     assert model_ready_versions(host, "anomaly_detector") == [2, 3]
     config = host.file("/var/lib/triton/models/anomaly_detector/config.pbtxt").content_string
     assert "specific {\n    versions: [ 2, 3 ]\n  }" in config, config
     state = json.loads(host.file("/var/lib/triton/state/anomaly_detector.json").content_string)
-    assert state["versions"] == [1, 2, 3], "a failed rollout must not become the rollback target"
+    assert state["versions"] == [2, 3], "a failed rollout must not become the rollback target"
 
 
 # --- the API key and local users ------------------------------------------------------------------

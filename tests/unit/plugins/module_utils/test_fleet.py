@@ -30,8 +30,10 @@ def test_ensembles_get_no_version_policy():
 def test_latest_without_resolution_serves_the_newest_n():
     [model] = fleet.desired_models([{"name": "m", "latest": 2, "config": CONFIG}])
     assert model["config"]["version_policy"] == {"latest": {"num_versions": 2}}
-    [model] = fleet.desired_models([{"name": "m", "latest": 1, "config": CONFIG}], resolved={"m": [7]})
+    assert model["latest_key"] == "m:2" and not model["resolved"]
+    [model] = fleet.desired_models([{"name": "m", "latest": 1, "config": CONFIG}], resolved={"m:1": [7], "m:2": [6, 7]})
     assert model["config"]["version_policy"] == {"specific": {"versions": [7]}}
+    assert model["resolved"] and model["versions"] == [7]
 
 
 def test_catalog_supplies_config_and_the_group_only_versions():
