@@ -30,7 +30,7 @@ DOCS = os.path.join(CHECKOUT, "docs", "benchmarks.md")
 IMG = os.path.join(CHECKOUT, "docs", "img")
 
 
-def variants(triton, fastapi, workers):
+def variants(triton, fastapi):
     out = [("Triton gRPC", dict(kind="triton", protocol="grpc", url=triton.grpc)),
            ("Triton HTTP", dict(kind="triton", protocol="http", url=triton.http))]
     for server in fastapi:
@@ -49,7 +49,7 @@ def run(settings):
     with servers.Triton(repo) as triton, servers.FastAPIServer(repo, 1) as one, \
             servers.FastAPIServer(repo, settings["workers"]) as many:
         pids = {"triton": triton.pids, 1: one.pids, settings["workers"]: many.pids}
-        names = variants(triton, (one, many), settings["workers"])
+        names = variants(triton, (one, many))
         print("servers up in %.0f s" % (time.monotonic() - started), flush=True)
         for rnd in range(settings["rounds"]):
             for model in settings["models"]:
@@ -71,7 +71,7 @@ def run(settings):
     return results, elapsed, load_before, report.load_average()
 
 
-def check_targets(results, workers):
+def check_targets(results):
     """The issue's targets, each a ratio in this run; Triton = gRPC (the protocol measured in the issue)."""
     rows, ok = [], True
     for model, by_name in results.items():
@@ -205,7 +205,7 @@ def main():
         raise SystemExit("no built model repository at %s (run `make models`)" % settings["repository"])
     facts = report.machine_facts()
     results, elapsed, load_before, load_after = run(settings)
-    targets, ok, errors = check_targets(results, settings["workers"])
+    targets, ok, errors = check_targets(results)
     report.save_json(os.path.join(CHECKOUT, "build", "reports", "bench_serving.json"),
                      {"settings": settings, "facts": facts, "elapsed_s": elapsed, "load_before": load_before,
                       "load_after": load_after, "results": results,
