@@ -185,7 +185,7 @@ def test_drift_is_named_in_check_mode_and_nothing_changes(lab):
     """A hand-edited config.pbtxt, a version loaded through the API, a deleted version directory."""
     repo, client = lab["repo"], TritonClient(lab["server"].http_url, api_key=KEY)
     config_path = repo / "add_sub" / "config.pbtxt"
-    edited = config_path.read_text() + 'parameters {\n  key: "hand"\n  value {\n    string_value: "edit"\n  }\n}\n'
+    edited = config_path.read_text() + 'parameters {\n  key: "drift_probe"\n  value {\n    string_value: "edit"\n  }\n}\n'
     config_path.write_text(edited)
     # an unpinned version 5 (a copy of 2) loaded through the API next to the pinned 2
     import shutil
@@ -206,7 +206,7 @@ def test_drift_is_named_in_check_mode_and_nothing_changes(lab):
         return next(body for name, body in tasks.items() if title in name)
     # each difference under its task, with the host and the model
     config = task("Render config.pbtxt")
-    assert "changed: [localhost] => (item=add_sub)" in config and '-  key: "hand"' in config, config
+    assert "changed: [localhost] => (item=add_sub)" in config and '-  key: "drift_probe"' in config, config
     load = task("Load each model at exactly its pinned versions")
     assert "changed: [localhost] => (item=add_sub)" in load and '"ready_versions": [\n-        2,\n-        5\n+        2' in load, load
     sync = task("Sync model versions")
@@ -220,7 +220,7 @@ def test_drift_is_named_in_check_mode_and_nothing_changes(lab):
     proc = run_rollout(lab, [2], pipeline=False)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     assert client.ready_versions("add_sub") == [2]
-    assert "hand" not in config_path.read_text()
+    assert "drift_probe" not in config_path.read_text()
     assert 2 in versions_on_disk(lab, "add_sub")
 
 

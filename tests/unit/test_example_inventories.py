@@ -1,4 +1,8 @@
-"""The example production inventory's model configs pass the same checks the role runs on hosts."""
+"""The example production inventory's model sets pass the same checks the role runs on hosts.
+
+Each rollout group's list is merged over the catalog (as the role does) and checked for a GPU host and
+a CPU host, since every rollout group there mixes both.
+"""
 
 import glob
 import os
@@ -6,34 +10,48 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.aiops.triton.plugins.module_utils import model_config
+from ansible_collections.aiops.triton.plugins.module_utils import fleet, model_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GROUP_VARS = os.path.join(ROOT, "inventories", "production", "group_vars")
-GPUS = {"triton_gpu_servers": [0], "triton_cpu_servers": []}
+HOSTS = {"gpu": [0], "cpu": []}
+
+
+def load(path):
+    with open(path) as handle:
+        return yaml.safe_load(handle) or {}
+
+
+CATALOG = load(os.path.join(GROUP_VARS, "triton_servers", "rollout.yml"))["triton_models_catalog"]
 
 
 def model_lists():
     for path in sorted(glob.glob(os.path.join(GROUP_VARS, "*", "*.yml"))):
-        with open(path) as handle:
-            data = yaml.safe_load(handle) or {}
         group = os.path.basename(os.path.dirname(path))
-        for model in data.get("triton_models_list", []):
-            yield pytest.param(group, model, id="%s/%s" % (group, model["name"]))
+        models = load(path).get("triton_models_list")
+        if models is not None:
+            for kind in sorted(HOSTS):
+                yield pytest.param(group, models, kind, id="%s/%s" % (group, kind))
 
 
-@pytest.mark.parametrize("group,model", list(model_lists()))
-def test_production_model_configs_are_valid(group, model):
-    assert model["config"]["name"] == model["name"]
-    assert ("versions" in model) != ("latest" in model)
-    config = model_config.apply_host_overrides(model["config"], GPUS[group])
-    model_config.validate(config, gpus=GPUS[group])
-    text = model_config.render(config)
-    assert model_config.parse(text) == model_config.normalize(config)
+def test_every_rollout_group_has_a_list():
+    groups = load(os.path.join(GROUP_VARS, "triton_servers", "rollout.yml"))["triton_rollout_groups"]
+    assert sorted(p.values[0] for p in model_lists() if p.values[2] == "gpu") == sorted(groups)
+
+
+@pytest.mark.parametrize("group,models,kind", list(model_lists()))
+def test_production_model_sets_are_valid(group, models, kind):
+    desired = fleet.desired_models(models, CATALOG)
+    configs = dict((m["name"], m["config"]) for m in desired)
+    for model in desired:
+        assert model["config"]["version_policy"] == {"specific": {"versions": model["versions"]}}
+        config = model_config.apply_host_overrides(model["config"], HOSTS[kind])
+        model_config.validate(config, gpus=HOSTS[kind], models=dict((k, v) for k, v in configs.items() if k != model["name"]))
+        text = model_config.render(config)
+        assert model_config.parse(text) == model_config.normalize(config)
 
 
 def test_a_gpu_the_host_lacks_is_refused():
-    gpu_models = [p.values[1] for p in model_lists() if p.values[0] == "triton_gpu_servers"]
-    config = dict(gpu_models[0]["config"], instance_group=[{"count": 1, "kind": "KIND_GPU", "gpus": [3]}])
+    config = dict(CATALOG["anomaly_detector"]["config"], instance_group=[{"count": 1, "kind": "KIND_GPU", "gpus": [3]}])
     with pytest.raises(model_config.ModelConfigError, match="gpu"):
         model_config.apply_host_overrides(config, [0])

@@ -115,14 +115,20 @@ def pins(anomaly, forecaster=True):
         [{"name": "metric_forecaster", "versions": [1]}] if forecaster else []) + [{"name": "ops_pipeline", "versions": [1]}]
 
 
-def upgrade(inventory_dir, log):
+def upgrade(inventory_dir, log, playbook="playbooks/model_upgrade.yml", *extra):
     env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
     proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory_dir,
-                           os.path.join(ROOT, "playbooks", "model_upgrade.yml")],
+                           os.path.join(ROOT, playbook)] + list(extra),
                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=1800)
     with open(log, "w") as handle:
         handle.write(proc.stdout + "\n--- stderr ---\n" + proc.stderr)
     return proc
+
+
+def recap_changed(out):
+    """host -> changed count from the PLAY RECAP."""
+    return dict((line.split()[0], int(line.split("changed=")[1].split()[0]))
+                for line in out.splitlines() if " changed=" in line and line.split() and line.split()[0].startswith("fleet-"))
 
 
 def serving(ip):
@@ -227,6 +233,28 @@ def main():
         check(entry["serving"][host]["metric_forecaster"] == [] and on_disk(host, "metric_forecaster") == [],
               "%s still has metric_forecaster" % host, results, args.results)
     check(entry["serving"]["fleet-1"]["metric_forecaster"] == [1], "the canary lost metric_forecaster", results, args.results)
+
+    # Drift in check mode: a converged fleet reports nothing; a hand-edited config.pbtxt on one host is
+    # named (host, model, difference) and left as it is.
+    inv = overlay(args.inventory, workdir, {"triton_canary": pins([2]), "triton_wave_1": pins([2], forecaster=False)})
+    proc = upgrade(inv, os.path.join(workdir, "check_converged.log"), "site.yml", "--check", "--diff")
+    results["check_converged"] = {"rc": proc.returncode, "changed": recap_changed(proc.stdout)}
+    check(proc.returncode == 0 and sum(recap_changed(proc.stdout).values()) == 0,
+          "site.yml --check on the converged fleet: %s" % results["check_converged"], results, args.results)
+    config = "/var/lib/triton/models/anomaly_detector/config.pbtxt"
+    original = subprocess.run(["podman", "exec", "fleet-3", "cat", config], capture_output=True, text=True, check=True).stdout
+    edited = original + 'parameters {\n  key: "drift_probe"\n  value {\n    string_value: "edit"\n  }\n}\n'
+    subprocess.run(["podman", "exec", "-i", "fleet-3", "sh", "-c", "cat > %s" % config], input=edited, text=True, check=True)
+    proc = upgrade(inv, os.path.join(workdir, "check_drift.log"), "site.yml", "--check", "--diff")
+    render = [t for t in proc.stdout.split("TASK [") if t.startswith("aiops.triton.triton_models : Render config.pbtxt")]
+    after = subprocess.run(["podman", "exec", "fleet-3", "cat", config], capture_output=True, text=True, check=True).stdout
+    results["check_drift"] = {"rc": proc.returncode, "changed": recap_changed(proc.stdout), "render": render[-1:] and render[-1][-1500:]}
+    check(proc.returncode == 0 and render and "changed: [fleet-3] => (item=anomaly_detector)" in render[-1]
+          and '-  key: "drift_probe"' in render[-1], "check mode did not name fleet-3's hand-edited config: %s" % render, results, args.results)
+    check(recap_changed(proc.stdout).get("fleet-1") == 0 and recap_changed(proc.stdout).get("fleet-2") == 0,
+          "check mode reported changes on undrifted hosts: %s" % recap_changed(proc.stdout), results, args.results)
+    check(after == edited, "check mode changed fleet-3's config.pbtxt", results, args.results)
+    subprocess.run(["podman", "exec", "-i", "fleet-3", "sh", "-c", "cat > %s" % config], input=original, text=True, check=True)
 
     json.dump(results, open(args.results, "w"), indent=2)
     print("FLEET OK: %d requests answered during the rollouts, 0 failed" % sum(r["answered"] for r in results["rollouts"].values()))
