@@ -3,6 +3,7 @@ writing a generated section of docs/benchmarks.md between its markers (the rest 
 which other benchmarks own, is left as it is)."""
 
 import json
+import math
 import os
 import platform
 import statistics
@@ -93,7 +94,7 @@ def save_json(path, data):
 
 
 def fmt(value, digits=1):
-    if value != value:  # NaN: no successful request
+    if math.isnan(value):  # no successful request
         return "n/a"
     if value >= 100:
         return "{:,.0f}".format(value)

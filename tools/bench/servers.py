@@ -106,7 +106,7 @@ class FastAPIServer(object):
                 raise RuntimeError("uvicorn exited: %s" % self.log.read().decode("utf-8", "replace")[-2000:])
             try:
                 # every worker must have loaded the models: ask more times than there are workers
-                for _ in range(4 * self.workers):
+                for _attempt in range(4 * self.workers):
                     urllib.request.urlopen("http://127.0.0.1:%d/health" % self.port, timeout=5).read()
                 return self
             except (urllib.error.URLError, OSError):
