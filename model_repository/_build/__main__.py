@@ -254,7 +254,7 @@ def write_configs(out_repo, gpus):
     for model in MODELS:
         spec = render.load_spec(os.path.join(SOURCES, model))
         with open(os.path.join(out_repo, model, "config.pbtxt"), "w", encoding="utf-8") as handle:
-            handle.write(render.render(spec["config"], gpus))
+            handle.write(render.render(render.pinned(spec), gpus))
 
 
 def write_reports(out, reports, docs):

@@ -28,6 +28,14 @@ def load_spec(model_dir):
         return yaml.safe_load(handle)
 
 
+def pinned(spec):
+    """The config serving exactly the spec's built versions, as the triton_models role pins them on hosts."""
+    config = copy.deepcopy(spec["config"])
+    if config.get("platform") != "ensemble":  # Triton refuses a version policy on an ensemble
+        config["version_policy"] = {"specific": {"versions": sorted(spec["versions"])}}
+    return config
+
+
 def cpu_only(config):
     """A host without GPUs runs KIND_GPU instance groups on the CPU instead."""
     config = copy.deepcopy(config)
