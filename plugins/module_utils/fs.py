@@ -11,6 +11,7 @@ import ctypes
 import errno
 import os
 import sys
+import tempfile
 
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2  # linux/fs.h
@@ -65,3 +66,26 @@ def rename_exchange(first, second):
     if err in _NO_EXCHANGE:
         return False
     raise OSError(err, os.strerror(err), first)
+
+
+def write_atomic(path, data, prefix, prepare=None):
+    """Write ``data`` (bytes) to ``path`` so a reader sees the old file or the new one, never a part.
+
+    A temp file named ``prefix``... in the same directory is written and fsynced, ``prepare(tmp)`` sets
+    its attributes (mkstemp makes it 0600), then it is renamed over ``path`` and the directory fsynced.
+    """
+    directory = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(prefix=prefix, dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if prepare is not None:
+            prepare(tmp)
+        os.rename(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    fsync_dir(directory)

@@ -189,13 +189,12 @@ config:
 """
 
 import os
-import tempfile
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_bytes, to_native
 
-from ansible_collections.aiops.triton.plugins.module_utils.fs import fsync_dir
+from ansible_collections.aiops.triton.plugins.module_utils import fs
 from ansible_collections.aiops.triton.plugins.module_utils.model_config import (
     HAS_MODEL_CONFIG_PB2,
     IMPORT_ERROR,
@@ -258,24 +257,13 @@ def build(params, name=None, source=None):
 
 
 def write_atomic(module, path, data, file_args):
-    """Temp file in the target directory, attributes set, fsync, rename, fsync the directory."""
-    directory = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(prefix=".%s." % CONFIG_FILE, dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+    """Atomic replace (module_utils.fs) with the requested owner/group/mode set before the rename."""
+    def prepare(tmp):
         tmp_args = dict(file_args, path=tmp)
         if tmp_args.get("mode") is None:
             tmp_args["mode"] = "0644"  # mkstemp makes 0600; a model config is not secret
         module.set_fs_attributes_if_different(tmp_args, False)
-        os.rename(tmp, path)
-    except Exception:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    fsync_dir(directory)
+    fs.write_atomic(path, data, ".%s." % CONFIG_FILE, prepare)
 
 
 def run(module, name, source):

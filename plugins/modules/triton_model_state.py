@@ -116,12 +116,11 @@ removed:
 import json
 import os
 import re
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aiops.triton.plugins.module_utils.fleet import is_ensemble, pin_versions
-from ansible_collections.aiops.triton.plugins.module_utils.fs import fsync_dir
+from ansible_collections.aiops.triton.plugins.module_utils.fs import fsync_dir, write_atomic
 
 _VERSION_DIR = re.compile(r"^[1-9][0-9]*$")
 _RECORD = re.compile(r"^(?P<name>[^./][^/]*)\.json$")
@@ -186,23 +185,6 @@ def stale_models(records, disk, wanted):
             for n in sorted(names, key=lambda n: (not is_ensemble(config_of(n)), n))]
 
 
-def _write(path, data):
-    directory = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(prefix=".record-", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o600)
-        os.rename(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    fsync_dir(directory)
-
-
 def record(params, check_mode):
     state_dir = params["state_dir"]
     models = params["models"] or []
@@ -221,7 +203,8 @@ def record(params, check_mode):
         if not os.path.isdir(state_dir):
             os.makedirs(state_dir, 0o700)
         for name in written:
-            _write(os.path.join(state_dir, name + ".json"), json.dumps(after[name], indent=2, sort_keys=True) + "\n")
+            data = (json.dumps(after[name], indent=2, sort_keys=True) + "\n").encode("utf-8")
+            write_atomic(os.path.join(state_dir, name + ".json"), data, ".record-", lambda tmp: os.chmod(tmp, 0o600))
         for name in removed:
             os.unlink(os.path.join(state_dir, name + ".json"))
         fsync_dir(state_dir)
