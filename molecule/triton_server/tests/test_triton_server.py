@@ -146,14 +146,15 @@ def test_failed_rollout_rolled_back_by_itself(host):
 # --- the API key and local users ------------------------------------------------------------------
 
 NOBODY = "setpriv --reuid=65534 --regid=65534 --clear-groups"
+VIEWER = "setpriv --reuid=65534 --regid=65534 --groups=%d"  # nobody, plus the process-view group
 
 
 def api_key(host):
     return host.check_output("sed -n 's/^TRITON_API_KEY=//p' /etc/tritonserver/tritonserver.env")
 
 
-def as_nobody(host, command, extra=""):
-    res = host.run("%s %s -- sh -c %s" % (NOBODY, extra, shlex.quote(command)))
+def as_nobody(host, command, setpriv=NOBODY):
+    res = host.run("%s -- sh -c %s" % (setpriv, shlex.quote(command)))
     assert res.rc == 0, res.stderr
     return res.stdout
 
@@ -190,7 +191,7 @@ def test_proc_is_mounted_hidepid_now_and_after_reboot(host):
 
 def test_the_view_group_still_sees_every_process(host):
     """Monitoring agents put in proc-view keep seeing Triton (its pid, its metrics-relevant state)."""
-    listing = as_nobody(host, "ps -eo user,args", extra="--groups=%d" % host.group("proc-view").gid)
+    listing = as_nobody(host, "ps -eo user,args", setpriv=VIEWER % host.group("proc-view").gid)
     assert "tritonserver" in listing, listing
 
 
