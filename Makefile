@@ -81,9 +81,13 @@ site:
 	eval "$$($(PY) lab/labctl.py env)"
 	ansible-playbook -i inventories/lab site.yml
 
-# The main job: everything from a bare machine to verified Triton hosts in the lab.
+# The main job: everything from a bare machine to verified Triton hosts in the lab, then the demo:
+# the deployed models answer like an ops agent (gRPC) and the read-only fleet report is written.
+# Running it again is safe: nothing is reinstalled, site.yml reports changed=0.
 lab: lab-up publish-models site
 	eval "$$($(PY) lab/labctl.py env)"
+	$(PY) tools/ops_client.py --lab
+	ansible-playbook -i inventories/lab playbooks/verify.yml
 	# The lab's Prometheus (Debian's package on lab-1; inventories/lab-monitoring layers the group on).
 	ansible-playbook -i inventories/lab -i inventories/lab-monitoring playbooks/monitoring.yml
 	echo "Lab Prometheus: http://$$(podman inspect -f '{{(index .NetworkSettings.Networks "aiops-lab").IPAddress}}' lab-1):9090"
