@@ -94,7 +94,7 @@ class Load(object):
 # -- inventory overlay and rollouts -------------------------------------------------------------
 def overlay(inventory, workdir, pins):
     """The scenario's inventory with group pins replaced: pins = {group: [model entries]}."""
-    dest = os.path.join(workdir, "inventory")
+    dest = os.path.join(workdir, "rollout_inventory")  # not "inventory": that is molecule's own
     shutil.rmtree(dest, ignore_errors=True)
     os.makedirs(os.path.join(dest, "group_vars"))
     for name in os.listdir(os.path.dirname(inventory)):  # molecule's hosts and the linked rollout groups
