@@ -85,7 +85,7 @@ class Load(object):
 
     def __exit__(self, *exc):
         self.stop.set()
-        self.result = [self.counts.get(timeout=60) for _ in self.procs]
+        self.result = [self.counts.get(timeout=60) for _proc in self.procs]
         for proc in self.procs:
             proc.join(timeout=30)
         return False
@@ -119,7 +119,7 @@ def upgrade(inventory_dir, log, playbook="playbooks/model_upgrade.yml", *extra):
     env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
     proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory_dir,
                            os.path.join(ROOT, playbook)] + list(extra),
-                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=1800)
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=1800, check=False)
     with open(log, "w") as handle:
         handle.write(proc.stdout + "\n--- stderr ---\n" + proc.stderr)
     return proc

@@ -71,7 +71,7 @@ def test_the_message_never_contains_the_key():
 
 def test_generated_keys_pass():
     # what the message tells people to run, what the lab generates, and a urlsafe token
-    for _ in range(2000):
+    for _round in range(2000):
         for key in (secrets.token_hex(32), secrets.token_hex(16), secrets.token_urlsafe(32)):
             assert weakness(key) == "", key
     assert weakness("3f9c2b7e1a0d4c6b8e5f7a9d1c3b5e7f9a2c4e6b8d0f1a3c5e7b9d2f4a6c8e0b") == ""
