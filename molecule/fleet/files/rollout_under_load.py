@@ -101,7 +101,12 @@ def overlay(inventory, workdir, pins):
     os.makedirs(os.path.join(dest, "group_vars"))
     for name in os.listdir(os.path.dirname(inventory)):  # molecule's hosts and the linked rollout groups
         if name != "group_vars":
-            shutil.copy(os.path.realpath(os.path.join(os.path.dirname(inventory), name)), os.path.join(dest, name))
+            with open(os.path.realpath(os.path.join(os.path.dirname(inventory), name))) as handle:
+                text = handle.read()
+            # the collection's pipelining podman connection (as the lab uses): one exec per task
+            text = text.replace("ansible_connection: podman\n", "ansible_connection: aiops.triton.podman\n      ansible_pipelining: true\n")
+            with open(os.path.join(dest, name), "w") as handle:
+                handle.write(text)
     os.symlink(os.path.realpath(os.path.join(SCENARIO, "group_vars", "triton_servers")),
                os.path.join(dest, "group_vars", "triton_servers"))
     for group, entries in pins.items():
