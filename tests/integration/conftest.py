@@ -18,7 +18,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from s3_fixtures import MotoServer  # noqa: E402
+from s3_fixtures import BUCKET, MotoServer  # noqa: E402
 from triton_fixtures import CHECKOUT, TritonServer  # noqa: E402
 
 
@@ -49,3 +49,24 @@ def moto_server():
 def ops_triton(built_repository):
     with TritonServer(built_repository) as server:
         yield server
+
+
+# The S3 sync tests' own endpoint (one per test module, bucket created) and an empty repository.
+@pytest.fixture(scope="module")
+def moto(tmp_path_factory):
+    server = MotoServer(str(tmp_path_factory.mktemp("moto") / "moto.log"))
+    server.client().create_bucket(Bucket=BUCKET)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3(moto):
+    return moto.client()
+
+
+@pytest.fixture
+def repo(tmp_path):
+    path = tmp_path / "repository"
+    path.mkdir()
+    return path

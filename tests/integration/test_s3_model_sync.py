@@ -22,26 +22,6 @@ pytestmark = pytest.mark.integration
 MODULE = SYNC_MODULE
 
 
-@pytest.fixture(scope="module")
-def moto(tmp_path_factory):
-    server = MotoServer(str(tmp_path_factory.mktemp("moto") / "moto.log"))
-    server.client().create_bucket(Bucket=BUCKET)
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def s3(moto):
-    return moto.client()
-
-
-@pytest.fixture
-def repo(tmp_path):
-    path = tmp_path / "repository"
-    path.mkdir()
-    return path
-
-
 def test_first_sync_then_noop_resync(moto, s3, repo, tmp_path):
     files = files_for(1)
     digest = publish_version(s3, BUCKET, PREFIX, "first", 1, files)

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from s3_fixtures import (BUCKET, PREFIX, FaultProxy, MotoServer, assert_version, base_args, files_for, module_command,
+from s3_fixtures import (BUCKET, PREFIX, FaultProxy, assert_version, base_args, files_for, module_command,
                          publish_version, run_module, snapshot, work_dirs)
 
 pytestmark = pytest.mark.integration
@@ -19,26 +19,6 @@ pytestmark = pytest.mark.integration
 OLD_PREFIX = ".aiops-old-"
 STAGING_PREFIX = ".aiops-staging-"
 LOCK_NAME = ".aiops-sync.lock"
-
-
-@pytest.fixture(scope="module")
-def moto(tmp_path_factory):
-    server = MotoServer(str(tmp_path_factory.mktemp("moto") / "moto.log"))
-    server.client().create_bucket(Bucket=BUCKET)
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def s3(moto):
-    return moto.client()
-
-
-@pytest.fixture
-def repo(tmp_path):
-    path = tmp_path / "repository"
-    path.mkdir()
-    return path
 
 
 def start_module(tmp_path, args):
