@@ -145,13 +145,26 @@ def test_ensemble_answers_metrics_and_alert_in_one_request(ops_triton):
 
 def _classifier_stats(client):
     stats = client.get_inference_statistics("alert_classifier", "1", as_json=True)["model_stats"][0]
-    return int(stats["execution_count"]), int(stats["inference_count"])
+    return int(stats.get("execution_count", 0)), int(stats.get("inference_count", 0))  # absent = none yet
 
 
 def test_bad_classifier_input_fails_only_its_own_request(ops_triton):
     """Requests queued together share one execute(); the bad ones get errors, the good ones answers."""
     client = grpcclient.InferenceServerClient(ops_triton.grpc_url)
     bodies = [b"Disk space on /dev/sda1 is 95% full", b"\xff\xfe not utf-8", b"   ", b"Pod memory usage exceeds 90% threshold"]
+    # The shipped default answers a lone request at once (no queue delay): hold requests 0.3 s on one
+    # instance so the four surely share an execute(), then put config.pbtxt back.
+    shipped = client.get_model_config("alert_classifier", as_json=True)["config"]
+    held = dict(shipped, dynamic_batching={"max_queue_delay_microseconds": 300000},
+                instance_group=[{"count": 1, "kind": "KIND_CPU"}])
+    client.load_model("alert_classifier", config=json.dumps(held))
+    try:
+        _shared_batch_with_bad_requests(client, bodies)
+    finally:
+        client.load_model("alert_classifier")
+
+
+def _shared_batch_with_bad_requests(client, bodies):
     executions_before = _classifier_stats(client)[0]
     done = queue.Queue()
     for index, body in enumerate(bodies):
