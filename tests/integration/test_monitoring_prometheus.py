@@ -110,10 +110,10 @@ def golden_cases(repository, model):
         return json.load(handle)["cases"]
 
 
-def latest_versions(repository):
-    """h1's pins: what its Triton serves (the built configs carry no version_policy, so Triton's
-    default serves each model's latest version); h1 is the host without drift."""
-    return dict((model, [max(int(d) for d in os.listdir(os.path.join(repository, model)) if d.isdigit())]) for model in OPS_MODELS)
+def built_versions(repository):
+    """h1's pins: what its Triton serves (the build pins every version it built, as the role pins a
+    group's versions; the ensemble has one); h1 is the host without drift."""
+    return dict((model, sorted(int(d) for d in os.listdir(os.path.join(repository, model)) if d.isdigit())) for model in OPS_MODELS)
 
 
 class Lab(object):
@@ -145,7 +145,7 @@ class Lab(object):
         self.key_file = os.path.join(tmp, "tritonserver.env")
         with open(self.key_file, "w") as handle:
             handle.write("TRITON_API_KEY=%s\n" % API_KEY)
-        self.pins = {"h1": latest_versions(ops_triton.repository), "h2": {"add_sub": [1]}}
+        self.pins = {"h1": built_versions(ops_triton.repository), "h2": {"add_sub": [1]}}
         self.config_dir = os.path.join(tmp, "prometheus")
         os.makedirs(os.path.join(self.config_dir, "file_sd"))
         os.makedirs(os.path.join(self.config_dir, "rules"))
