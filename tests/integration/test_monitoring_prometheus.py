@@ -38,8 +38,9 @@ OPS_MODELS = ("anomaly_detector", "alert_classifier", "metric_forecaster", "ops_
 API_KEY = "monitoring-test-key-0123456789"
 SUBSTITUTIONS = {"$__rate_interval": "30s", "$rollout_group": ".*", "$host": ".*", "$model": ".*"}
 
+# A missing Prometheus is a broken set-up, not a pass: fail the collection loudly instead of skipping.
 if PROMETHEUS is None or NODE_EXPORTER is None:  # pragma: no cover - machine set-up, not a result
-    pytest.skip("needs Debian's prometheus and prometheus-node-exporter (make setup installs them)", allow_module_level=True)
+    raise RuntimeError("needs Debian's prometheus and prometheus-node-exporter (make setup installs them)")
 
 
 class Process(object):
