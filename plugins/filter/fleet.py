@@ -42,10 +42,17 @@ def _fleet_var(hostvars, servers, name):
     return values[0] if values else None
 
 
+def _membership(groups, ordered, servers):
+    """Rollout group -> hosts; without named groups every Triton host is in the one default group."""
+    if ordered == [fleet.SERVERS_GROUP]:
+        return {fleet.SERVERS_GROUP: servers}
+    return dict((g, list(groups[g])) for g in ordered if g in groups)
+
+
 def _ordered_groups(hostvars, groups):
     servers = _servers(groups)
     try:
-        return fleet.rollout_groups(servers, _fleet_var(hostvars, servers, "triton_rollout_groups"))
+        return fleet.rollout_groups(_fleet_var(hostvars, servers, "triton_rollout_groups"))
     except fleet.FleetError as exc:
         raise AnsibleFilterError(to_native(exc))
 
@@ -56,7 +63,7 @@ def fleet_problems(hostvars, groups):
     if not servers:
         return ["inventory group %s is missing or empty" % fleet.SERVERS_GROUP]
     try:
-        ordered = fleet.rollout_groups(servers, _fleet_var(hostvars, servers, "triton_rollout_groups"))
+        ordered = fleet.rollout_groups(_fleet_var(hostvars, servers, "triton_rollout_groups"))
     except fleet.FleetError as exc:
         return [to_native(exc)]
     problems = []
@@ -75,9 +82,7 @@ def fleet_problems(hostvars, groups):
                 [("triton_server_api_key", facts.get("triton_models_api_key") or facts.get("triton_server_api_key"))]
                 + ([("triton_models_s3_bucket", facts.get("triton_models_s3_bucket"))] if models else [])),
         }
-    membership = dict((g, list(groups.get(g, []))) for g in ordered if g in groups)
-    if ordered == [fleet.SERVERS_GROUP]:
-        membership = {fleet.SERVERS_GROUP: servers}
+    membership = _membership(groups, ordered, servers)
     problems.extend(fleet.check_fleet(hosts, ordered, membership, known_variables()))
     return problems
 
@@ -89,7 +94,7 @@ def rollout_plan(hostvars, groups, hosts=None):
     """
     servers = [h for h in _servers(groups) if hosts is None or h in hosts]
     ordered = _ordered_groups(hostvars, groups)
-    membership = {fleet.SERVERS_GROUP: servers} if ordered == [fleet.SERVERS_GROUP] else dict((g, list(groups.get(g, []))) for g in ordered)
+    membership = _membership(groups, ordered, servers)
     serial = {}
     for group in ordered:
         members = [h for h in membership.get(group, []) if h in servers]

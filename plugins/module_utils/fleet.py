@@ -145,7 +145,7 @@ def known_variable_problems(host, names, known):
     return problems
 
 
-def rollout_groups(hosts, groups_var):
+def rollout_groups(groups_var):
     """The ordered rollout groups: ``triton_rollout_groups`` or, when unset, all Triton hosts as one group."""
     if groups_var in (None, ""):
         return [SERVERS_GROUP]

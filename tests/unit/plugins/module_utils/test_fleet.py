@@ -96,11 +96,11 @@ def test_plan_orders_groups_and_keeps_batches_inside_a_group():
 
 
 def test_rollout_groups_default_to_all_servers():
-    assert fleet.rollout_groups(["a"], None) == ["triton_servers"]
+    assert fleet.rollout_groups(None) == ["triton_servers"]
     with pytest.raises(fleet.FleetError):
-        fleet.rollout_groups(["a"], ["g", "g"])
+        fleet.rollout_groups(["g", "g"])
     with pytest.raises(fleet.FleetError):
-        fleet.rollout_groups(["a"], "triton_canary")
+        fleet.rollout_groups("triton_canary")
 
 
 def _hosts(**lists):
