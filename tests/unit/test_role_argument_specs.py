@@ -6,9 +6,11 @@ import pytest
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Internal role: no public variables; entered with include_role + tasks_from, one spec per entry point.
+INTERNAL = "common"
 ROLES = sorted(
     name for name in os.listdir(os.path.join(ROOT, "roles"))
-    if os.path.isdir(os.path.join(ROOT, "roles", name)) and not name.startswith("_")
+    if os.path.isdir(os.path.join(ROOT, "roles", name)) and name != INTERNAL
 )
 
 
@@ -38,3 +40,42 @@ def test_public_variables_carry_the_role_prefix(role):
     prefix = role + "_"
     strays = [n for n in defaults if n != role and not n.startswith(prefix)]
     assert not strays, strays
+
+
+def test_internal_role_entry_points_mirror_its_task_files_and_fallbacks():
+    specs = load(INTERNAL, "meta", "argument_specs.yml")["argument_specs"]
+    fallbacks = load(INTERNAL, "vars", "main.yml")
+    assert load(INTERNAL, "defaults", "main.yml") is None, "the internal role has no public variables"
+    for entry, spec in specs.items():
+        assert os.path.exists(os.path.join(ROOT, "roles", INTERNAL, "tasks", entry + ".yml")), entry
+        for name, option in spec.get("options", {}).items():
+            assert name.startswith("_" + INTERNAL + "_"), name
+            assert option.get("description"), "%s has no description" % name
+            if option.get("required"):
+                assert name not in fallbacks, "%s is required but has a fallback" % name
+            else:
+                assert fallbacks[name] == option.get("default"), "%s: default differs from vars/main.yml" % name
+
+
+def _includes_of_the_internal_role():
+    for role in ROLES:
+        tasks_dir = os.path.join(ROOT, "roles", role, "tasks")
+        for file_name in sorted(os.listdir(tasks_dir)):
+            for task in load(role, "tasks", file_name) or []:
+                include = task.get("ansible.builtin.include_role") or {}
+                if include.get("name") == "aiops.triton." + INTERNAL:
+                    yield "%s/%s: %s" % (role, file_name, task["name"]), include, task.get("vars", {})
+
+
+def test_callers_name_an_entry_point_and_pass_its_required_parameters():
+    specs = load(INTERNAL, "meta", "argument_specs.yml")["argument_specs"]
+    includes = list(_includes_of_the_internal_role())
+    assert includes, "no role includes the internal role"
+    for where, include, params in includes:
+        # tasks_from without ".yml": only then does Ansible find the entry point's spec and validate.
+        entry = include.get("tasks_from")
+        assert entry in specs and entry != "main", "%s: tasks_from %r is no entry point" % (where, entry)
+        required = [n for n, o in specs[entry].get("options", {}).items() if o.get("required")]
+        missing = [n for n in required if n not in params]
+        assert not missing, "%s lacks %s" % (where, missing)
+        assert not [n for n in params if n not in specs[entry].get("options", {})], where
