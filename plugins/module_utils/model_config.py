@@ -319,12 +319,15 @@ def validate(config, gpus=None, models=None):
     model_config_rules.check(message, gpus=gpus, models=others)
 
 
-def apply_host_overrides(config, gpus):
+def apply_host_overrides(config, gpus, pci_gpus=None, changes=None):
     """Fit instance groups to a host's GPUs.
 
     With no GPUs, KIND_GPU and KIND_AUTO groups become KIND_CPU (their ``gpus`` dropped),
-    which is what lets the same model load on a CPU-only host.  With GPUs, a group that
-    names a GPU index the host lacks is refused rather than silently moved.
+    which is what lets the same model load on a CPU-only host.  That happens only on a host with
+    no NVIDIA GPU at all: ``pci_gpus`` (the NVIDIA GPUs its PCI bus shows, driver or not) non-empty
+    means a broken driver, and the config is refused rather than served on CPU in silence.
+    With GPUs, a group that names a GPU index the host lacks is refused rather than silently moved.
+    Each rewrite is appended to ``changes`` (a list) as one sentence.
     """
     data = normalize(config)
     if "ensemble_scheduling" in data:
@@ -335,8 +338,15 @@ def apply_host_overrides(config, gpus):
         if kind not in ("KIND_GPU", "KIND_AUTO"):
             continue
         if not host:
+            if pci_gpus:
+                raise ModelConfigError(
+                    "instance_group[%d].kind: %s, and the PCI bus shows NVIDIA GPU(s) %s that the driver does not list: "
+                    "refusing to run this model on CPU. Fix the driver (nvidia-smi must list the GPUs)" % (
+                        index, kind, ", ".join(pci_gpus)))
             group["kind"] = "KIND_CPU"
             group.pop("gpus", None)
+            if changes is not None:
+                changes.append("instance_group[%d]: %s -> KIND_CPU (this host has no NVIDIA GPU)" % (index, kind))
             continue
         missing = [gid for gid in group.get("gpus", []) if gid not in host]
         if missing:

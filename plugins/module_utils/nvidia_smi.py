@@ -61,14 +61,28 @@ def query_command(nvidia_smi="nvidia-smi"):
     return [nvidia_smi, "--query-gpu=" + ",".join(QUERY_FIELDS), "--format=" + QUERY_FORMAT]
 
 
+COMPUTE_APPS_FIELDS = ("pid", "process_name", "used_memory", "gpu_uuid")
+
+
 def compute_apps_command(nvidia_smi="nvidia-smi"):
-    """The argv listing the PIDs that hold a GPU context, one per line."""
-    return [nvidia_smi, "--query-compute-apps=pid", "--format=csv,noheader"]
+    """The argv listing the processes that hold a GPU context: one CSV line each (COMPUTE_APPS_FIELDS)."""
+    return [nvidia_smi, "--query-compute-apps=" + ",".join(COMPUTE_APPS_FIELDS), "--format=csv,noheader,nounits"]
 
 
 def parse_compute_apps(text):
-    """PIDs from ``compute_apps_command`` output; lines that are not a PID are skipped."""
-    return [int(line.strip()) for line in text.splitlines() if line.strip().isdigit()]
+    """``compute_apps_command`` output -> [{pid, process_name, used_memory_mib, gpu_uuid}].
+
+    Lines that are not such a row ("No running processes found") are skipped; a process on two GPUs
+    is two rows.  Memory that nvidia-smi cannot read ([N/A], e.g. under MIG) is None.
+    """
+    apps = []
+    for row in csv.reader([line for line in text.splitlines() if line.strip()], skipinitialspace=True):
+        cols = [col.strip() for col in row]
+        if len(cols) != len(COMPUTE_APPS_FIELDS) or not cols[0].isdigit():
+            continue
+        apps.append({"pid": int(cols[0]), "process_name": cols[1], "used_memory_mib": _int(cols[2], "used_memory"),
+                     "gpu_uuid": cols[3]})
+    return apps
 
 
 def find(module, nvidia_smi_path=None):
@@ -81,12 +95,20 @@ def run(module, argv):
     return module.run_command(argv)
 
 
-def compute_pids(module, nvidia_smi):
-    """PIDs holding a GPU context; raises NvidiaSmiError when nvidia-smi fails."""
+def compute_apps(module, nvidia_smi):
+    """Processes holding a GPU context (``parse_compute_apps``); raises NvidiaSmiError when nvidia-smi fails."""
     rc, out, err = run(module, compute_apps_command(nvidia_smi))
     if rc != 0:
         raise NvidiaSmiError("%s failed (rc=%s): %s" % (nvidia_smi, rc, (err or out).strip()))
     return parse_compute_apps(out)
+
+
+def gpus(module, nvidia_smi):
+    """The GPUs nvidia-smi lists (``parse_query_gpu``); raises NvidiaSmiError when nvidia-smi fails."""
+    rc, out, err = run(module, query_command(nvidia_smi))
+    if rc != 0:
+        raise NvidiaSmiError("%s failed (rc=%s): %s" % (nvidia_smi, rc, (err or out).strip()))
+    return parse_query_gpu(out)
 
 
 def _blank(value):
@@ -222,6 +244,15 @@ def scan_pci(devices_path=PCI_DEVICES_PATH):
         elif pci_class == NVSWITCH_PCI_CLASS:
             found["nvswitches"].append(name)
     return found
+
+
+def host_kind(gpu_count, pci_gpus):
+    """What a host is for serving: 'gpu' (nvidia-smi lists GPUs), 'cpu' (no NVIDIA GPU on the PCI bus at all)
+    or 'broken' (NVIDIA GPUs on the PCI bus that nvidia-smi does not list: no driver, or one that does not
+    answer). A broken host must never be served on CPU in silence."""
+    if gpu_count:
+        return "gpu"
+    return "broken" if pci_gpus else "cpu"
 
 
 def version_matches(actual, wanted):

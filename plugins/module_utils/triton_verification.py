@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import math
 import os
+import re
 import time
 import traceback
 
@@ -173,25 +174,79 @@ def triton_pid_of(pid):
     return 0
 
 
-def check_gpu(client, name, smi_pids):
-    """Instance groups all KIND_GPU and a Triton process on a GPU; (result, failures)."""
+# The line the collection's python-based onnxruntime backend logs per loaded instance (its model.py PLACEMENT_FORMAT).
+PLACEMENT_RE = re.compile(r"aiops onnxruntime placement: model=(\S+) version=(\d+) instance=(\S+) provider=(\S+) device=(-?\d+)")
+
+
+def triton_apps(apps, gpus):
+    """The compute apps (nvidia-smi) that are Triton processes: each with ``triton_pid`` and its GPU ``index``."""
+    index_of = dict((gpu["uuid"], gpu["index"]) for gpu in gpus)
+    found = []
+    for app in apps:
+        triton = triton_pid_of(app["pid"])
+        if triton:
+            found.append(dict(app, triton_pid=triton, index=index_of.get(app["gpu_uuid"])))
+    return found
+
+
+def expected_devices(config, gpus):
+    """GPU indexes a model's instances must be on: those its groups list, else every GPU of the host."""
+    listed = sorted(set(gid for group in config.get("instance_group", []) for gid in group.get("gpus", [])))
+    return listed or sorted(gpu["index"] for gpu in gpus)
+
+
+def parse_placements(log_text):
+    """Placement lines in Triton's log -> {model: {"<version>/<instance>": {version, instance, provider, device_id}}}; the
+    last line of an instance wins (a reload logs it again)."""
+    found = {}
+    for match in PLACEMENT_RE.finditer(log_text or ""):
+        model, version, instance, provider, device = match.groups()
+        found.setdefault(model, {})["%s/%s" % (version, instance)] = {
+            "version": int(version), "instance": instance, "provider": provider, "device_id": int(device)}
+    return found
+
+
+def check_gpu(client, name, gpu_state, placements=None, versions=None):
+    """GPU placement of one model; (result, failures).
+
+    ``gpu_state``: {gpus, apps} from nvidia-smi. ``placements``: this model's instances as the backend logged
+    them (``parse_placements``), of which those of ``versions`` count; none logged means a backend that does not
+    report (Triton's C++ onnxruntime backend runs inside tritonserver itself), judged by the process check alone.
+    """
     failures = []
-    kinds = []
+    config = {}
     try:
         config = client.model_config(name)
-        kinds = [group.get("kind", "KIND_AUTO") for group in config.get("instance_group", [])]
     except TritonApiError as exc:
         failures.append("cannot read the model configuration to check GPU placement: %s" % exc)
-    not_gpu = [k for k in kinds if k != "KIND_GPU"]
-    if not kinds or not_gpu:
+    kinds = [group.get("kind", "KIND_AUTO") for group in config.get("instance_group", [])]
+    if not kinds or [k for k in kinds if k != "KIND_GPU"]:
         failures.append("instance_group kinds are %s, not KIND_GPU: set instance_group [{kind: KIND_GPU}] in config.pbtxt "
                         "(KIND_AUTO resolves to CPU when Triton sees no GPU)" % (kinds or "empty"))
-    triton_on_gpu = sorted(set(p for p in (triton_pid_of(pid) for pid in smi_pids) if p))
-    if not triton_on_gpu:
+    expected = expected_devices(config, gpu_state["gpus"])
+    on_gpu = triton_apps(gpu_state["apps"], gpu_state["gpus"])
+    # Memory nvidia-smi cannot read (None, under MIG) still shows the process holds a context there.
+    used = sorted(set(app["index"] for app in on_gpu if app["used_memory_mib"] is None or app["used_memory_mib"] > 0))
+    missing = [index for index in expected if index not in used]
+    if not on_gpu:
         failures.append("no Triton process holds a GPU context (nvidia-smi compute apps: %s): check that the service "
-                        "gets the GPU (CDI/--gpus for containers, CUDA_VISIBLE_DEVICES) and the backend uses CUDA" % (smi_pids or "none"))
-    return {"required": True, "instance_kinds": kinds, "gpu_pids": smi_pids, "triton_pids_on_gpu": triton_on_gpu,
-            "passed": not failures}, failures
+                        "gets the GPU (DeviceAllow= for native, CDI/--gpus for containers) and the backend uses CUDA"
+                        % (["%s %s" % (a["pid"], a["process_name"]) for a in gpu_state["apps"]] or "none"))
+    elif missing:
+        failures.append("no Triton process uses memory on GPU %s, where the instances must run (Triton uses GPU %s)"
+                        % (", ".join(str(i) for i in missing), ", ".join(str(i) for i in used) or "none"))
+    instances = dict((instance, p) for instance, p in sorted((placements or {}).items())
+                     if versions is None or p["version"] in versions)
+    for where in instances.values():
+        if where["provider"] != "CUDAExecutionProvider" or where["device_id"] not in expected:
+            failures.append("version %s instance %s runs on %s (device %s), not on CUDA GPU %s: onnxruntime fell back "
+                            "to CPU (is onnxruntime-gpu installed and are the CUDA libraries found? see Triton's log)"
+                            % (where["version"], where["instance"], where["provider"], where["device_id"],
+                               ", ".join(str(i) for i in expected)))
+    return {"required": True, "instance_kinds": kinds, "expected_gpus": expected,
+            "triton_processes": [dict((k, a[k]) for k in ("pid", "process_name", "triton_pid", "index", "used_memory_mib"))
+                                 for a in on_gpu],
+            "execution_providers": instances or None, "passed": not failures}, failures
 
 
 # -- server -----------------------------------------------------------------------

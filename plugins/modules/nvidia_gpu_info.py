@@ -19,7 +19,8 @@ description:
     fabric manager version when C(nv-fabricmanager) is installed.
   - Also counts NVIDIA GPUs and NVSwitches on the PCI bus from sysfs, which works before any driver is loaded.
   - A host without nvidia-smi, without a loaded driver, or without GPUs is not an error; RV(gpus) is then
-    empty and RV(status) says why.
+    empty and RV(status) says why. RV(host_kind) tells a host with no NVIDIA GPU at all (V(cpu)) from one whose
+    PCI bus shows NVIDIA GPUs that nvidia-smi does not list (V(broken)); callers refuse to serve the latter on CPU.
   - When O(expected_driver_version) or O(expected_gpu_count) are given, RV(problems) lists every mismatch
     between nvidia-smi, the kernel module, fabric manager and those expectations. The module never fails
     on a mismatch; the caller decides (the C(nvidia_driver) role asserts RV(problems) is empty).
@@ -120,6 +121,18 @@ fabricmanager_version:
   returned: always
   type: str
   sample: 535.154.05
+host_kind:
+  description:
+    - V(gpu) when nvidia-smi lists GPUs; V(cpu) when neither nvidia-smi nor the PCI bus shows an NVIDIA GPU;
+      V(broken) when the PCI bus shows NVIDIA GPUs but nvidia-smi lists none (driver missing, not loaded or not answering).
+  returned: always
+  type: str
+  sample: gpu
+nvidia_smi_output:
+  description: What nvidia-smi printed when it failed (for example that it could not communicate with the driver); null otherwise.
+  returned: always
+  type: str
+  sample: "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running."
 pci:
   description: NVIDIA PCI functions found in sysfs, independent of the driver.
   returned: always
@@ -156,6 +169,7 @@ def gather(module, nvidia_smi_path):
         "kernel_module": smi.parse_proc_version(_read_text(smi.PROC_VERSION_PATH)),
         "fabricmanager_version": None,
         "pci": smi.scan_pci(smi.PCI_DEVICES_PATH),
+        "nvidia_smi_output": None,
     }
     fabricmanager = module.get_bin_path("nv-fabricmanager", opt_dirs=["/usr/bin"])
     if fabricmanager:
@@ -172,6 +186,7 @@ def gather(module, nvidia_smi_path):
         if status is None:
             raise smi.NvidiaSmiError("%s failed with rc %d: %s" % (binary, rc, (err or out).strip()))
         result["status"] = status
+        result["nvidia_smi_output"] = (out + err).strip()
         return result
     result["gpus"] = smi.parse_query_gpu(out)
     versions = sorted(set(gpu["driver_version"] for gpu in result["gpus"] if gpu["driver_version"]))
@@ -186,9 +201,11 @@ def describe(result):
     if result["status"] == "not_installed":
         return "nvidia-smi is not installed"
     if result["status"] == "no_driver":
-        return "nvidia-smi cannot talk to the NVIDIA kernel module (not loaded; %d NVIDIA GPU(s) on the PCI bus)" % len(result["pci"]["gpus"])
+        return "nvidia-smi cannot talk to the NVIDIA kernel module (not loaded; %d NVIDIA GPU(s) on the PCI bus): %s" % (
+            len(result["pci"]["gpus"]), result["nvidia_smi_output"])
     if result["status"] == "no_devices":
-        return "the NVIDIA driver is loaded but sees no GPU"
+        return "the NVIDIA driver is loaded but sees no GPU (%d NVIDIA GPU(s) on the PCI bus): %s" % (
+            len(result["pci"]["gpus"]), result["nvidia_smi_output"])
     return "%d GPU(s), driver %s, CUDA %s" % (len(result["gpus"]), result["driver_version"], result["cuda_version"])
 
 
@@ -206,6 +223,7 @@ def main():
     except smi.NvidiaSmiError as exc:
         module.fail_json(msg="cannot read nvidia-smi output: %s" % exc)
     result["gpu_count"] = len(result["gpus"])
+    result["host_kind"] = smi.host_kind(result["gpu_count"], result["pci"]["gpus"])
     result["message"] = describe(result)
     result["problems"] = smi.check_consistency(
         result["gpus"],

@@ -91,8 +91,17 @@ options:
         a GPU index the host lacks is refused.
       - When false, such a configuration fails the Triton checks instead (Triton resolves a C(KIND_AUTO) group that
         lists C(gpus) on a host without those GPUs to C(KIND_CPU) and then refuses it for listing GPUs).
+      - Every group moved to C(KIND_CPU) is listed in RV(host_overrides).
     type: bool
     default: true
+  pci_gpus:
+    description:
+      - NVIDIA GPUs the host's PCI bus shows, driver or not (RV(aiops.triton.nvidia_gpu_info#module:pci.gpus)).
+      - When non-empty while O(gpus) is empty, the driver is broken, and a C(KIND_GPU) or C(KIND_AUTO) group is
+        refused instead of being moved to C(KIND_CPU): such a host never serves a GPU model on CPU in silence.
+    type: list
+    elements: str
+    default: []
   models:
     description:
       - Configurations of the other models in the repository, keyed by model name. When given and the configuration is
@@ -186,6 +195,12 @@ config:
   returned: always
   type: dict
   sample: {"name": "anomaly_detector", "platform": "onnxruntime_onnx", "max_batch_size": 32}
+host_overrides:
+  description: Instance groups O(host_override) moved to C(KIND_CPU) on this host without NVIDIA GPUs, one sentence each.
+  returned: always
+  type: list
+  elements: str
+  sample: ["instance_group[0]: KIND_GPU -> KIND_CPU (this host has no NVIDIA GPU)"]
 """
 
 import os
@@ -239,10 +254,11 @@ def resolve_name(params, config):
     return check_model_name(name, "name")
 
 
-def build(params, name=None, source=None):
+def build(params, name=None, source=None, changes=None):
     """Merge, fit to the host and check; return (canonical dict, text). Raises ModelConfigError.
 
-    ``name`` and ``source`` default to params' name and config (tests/benchmarks/bench_render_configs.py calls it so).
+    ``name`` and ``source`` default to params' name and config (tests/benchmarks/bench_render_configs.py calls it so);
+    host overrides are appended to ``changes``.
     """
     name = params["name"] if name is None else name
     source = params["config"] if source is None else source
@@ -251,7 +267,7 @@ def build(params, name=None, source=None):
         raise ModelConfigError("name: config name %r does not match the model directory name %r" % (config["name"], name))
     gpus = params["gpus"]
     if gpus is not None and params["host_override"]:
-        config = apply_host_overrides(config, gpus)
+        config = apply_host_overrides(config, gpus, pci_gpus=params.get("pci_gpus"), changes=changes)
     validate(config, gpus=gpus, models=params["models"])
     return normalize(config), render(config)
 
@@ -268,9 +284,10 @@ def write_atomic(module, path, data, file_args):
 
 def run(module, name, source):
     params = module.params
-    canonical, text = build(params, name, source)
+    overrides = []
+    canonical, text = build(params, name, source, changes=overrides)
     if params["validate_only"]:
-        return {"changed": False, "content": text, "config": canonical}
+        return {"changed": False, "content": text, "config": canonical, "host_overrides": overrides}
     data = to_bytes(text)
     model_dir = os.path.join(params["repository"], name)
     path = os.path.join(model_dir, CONFIG_FILE)
@@ -279,7 +296,7 @@ def run(module, name, source):
         with open(path, "rb") as handle:
             before = handle.read()
     changed = before != data
-    result = {"changed": changed, "path": path, "content": text, "config": canonical}
+    result = {"changed": changed, "path": path, "content": text, "config": canonical, "host_overrides": overrides}
     if module._diff:
         result["diff"] = {"before": to_native(before) if before is not None else "", "after": text,
                           "before_header": path if before is not None else "%s (absent)" % path, "after_header": path}
@@ -304,6 +321,7 @@ def main():
             overrides=dict(type="dict", default={}),
             gpus=dict(type="list", elements="int"),
             host_override=dict(type="bool", default=True),
+            pci_gpus=dict(type="list", elements="str", default=[]),
             models=dict(type="dict"),
         ),
         mutually_exclusive=[("config", "src")],

@@ -17,8 +17,12 @@ description:
     C(READY) in Triton's repository index are verified (or, when the index is not readable, those in the model's metadata).
   - Golden cases, inputs with expected outputs and tolerances, are sent over HTTP and, when O(grpc_url) is set, over gRPC.
   - Latency budget, p50 and p99 over a number of sequential HTTP requests, when a model sets one.
-  - With O(require_gpu), every instance group of each model is C(KIND_GPU), and a Triton process
-    (C(tritonserver) or one of its backend stubs) holds a GPU context in C(nvidia-smi --query-compute-apps=pid).
+  - With O(require_gpu), every instance group of each model is C(KIND_GPU); a Triton process (C(tritonserver)
+    or one of its backend stubs) uses memory, per C(nvidia-smi --query-compute-apps), on every GPU the model's
+    instance groups list (all GPUs when they list none); and every instance whose execution provider the backend
+    logs (the collection's python-based onnxruntime backend logs one line per loaded instance in Triton's log,
+    read from O(log_file) or the journal of O(log_unit)'s current run) runs on C(CUDAExecutionProvider) on one of
+    those GPUs. A backend that logs nothing (Triton's C++ onnxruntime backend) is judged by the process check alone.
   - "Golden-case format (one case): C({name, inputs: {TENSOR: {datatype, shape, data}},
     expected: {TENSOR: {data, atol, rtol, equals}}}). C(data) may be nested or flat. Numbers match when
     C(|got - want| <= atol + rtol * |want|) (defaults O(default_atol), O(default_rtol)); C(equals: true), or a
@@ -90,9 +94,18 @@ options:
     type: bool
     default: true
   require_gpu:
-    description: Require GPU placement (instance groups C(KIND_GPU) and a Triton process on a GPU per C(nvidia-smi)).
+    description: Require GPU placement (instance groups C(KIND_GPU), a Triton process on a GPU per C(nvidia-smi), CUDA per the backend's log).
     type: bool
     default: false
+  log_unit:
+    description:
+      - With O(require_gpu), the systemd unit whose journal (its current run only) holds Triton's log.
+      - No placement line is read when the unit has no current run.
+    type: str
+    default: tritonserver.service
+  log_file:
+    description: With O(require_gpu), a file holding Triton's log, read instead of the journal of O(log_unit).
+    type: path
   default_atol:
     description: Absolute tolerance for numeric outputs whose case gives none.
     type: float
@@ -175,7 +188,11 @@ models:
       type: list
       elements: dict
     gpu:
-      description: GPU placement check (only with O(require_gpu)), instance kinds and Triton PIDs seen on GPUs.
+      description:
+        - GPU placement check (only with O(require_gpu)) with C(instance_kinds), C(expected_gpus), C(triton_processes)
+          (nvidia-smi compute apps that are Triton, with GPU index and used memory) and C(execution_providers)
+          (per instance of the verified versions, C({version, instance, provider, device_id}) as the backend logged it; null when
+          it logged none).
       type: dict
     states:
       description:
@@ -241,7 +258,7 @@ def verify_version(client, runners, spec, version, params):
     return entry, failures
 
 
-def verify_model(client, runners, spec, params, index, smi_pids):
+def verify_model(client, runners, spec, params, index, host_gpus):
     name = spec["name"]
     failures = []
     versions = spec.get("versions")
@@ -260,20 +277,47 @@ def verify_model(client, runners, spec, params, index, smi_pids):
         failures.append("Triton reports no serving version")
     gpu = {}
     if params["require_gpu"]:
-        gpu, gpu_failures = tv.check_gpu(client, name, smi_pids)
+        gpu, gpu_failures = tv.check_gpu(client, name, host_gpus, host_gpus["placements"].get(name), versions)
         failures.extend(gpu_failures)
     states = dict((str(v), s) for v, (s, _r) in sorted((index or {}).get(name, {}).items())) if index is not None else None
     return {"name": name, "passed": not failures, "failures": failures, "versions": results, "gpu": gpu, "states": states}
 
 
-def gpu_pids(module):
+def gpu_state(module):
+    """The host's GPUs and the processes using them, from nvidia-smi: {gpus, apps}."""
     binary = smi.find(module)
     if not binary:
         raise tv.TritonVerifyError("require_gpu is set but nvidia-smi is not on this host's PATH: install the NVIDIA driver utilities")
     try:
-        return smi.compute_pids(module, binary)
+        state = {"gpus": smi.gpus(module, binary), "apps": smi.compute_apps(module, binary)}
     except smi.NvidiaSmiError as exc:
-        raise tv.TritonVerifyError(str(exc))
+        raise tv.TritonVerifyError("require_gpu: %s" % exc)
+    if not state["gpus"]:
+        raise tv.TritonVerifyError("require_gpu is set but nvidia-smi lists no GPU on this host")
+    state["placements"] = tv.parse_placements(triton_log(module))
+    return state
+
+
+def triton_log(module):
+    """Triton's log: O(log_file), else the journal of O(log_unit)'s current run ('' when it has none)."""
+    params = module.params
+    if params["log_file"]:
+        try:
+            with open(params["log_file"]) as handle:
+                return handle.read()
+        except (IOError, OSError) as exc:
+            raise tv.TritonVerifyError("cannot read Triton's log %s: %s" % (params["log_file"], exc))
+    systemctl = module.get_bin_path("systemctl")
+    journalctl = module.get_bin_path("journalctl")
+    if not systemctl or not journalctl:
+        return ""
+    rc, out, _err = module.run_command([systemctl, "show", "--property=InvocationID", "--value", params["log_unit"]])
+    if rc != 0 or not out.strip():
+        return ""
+    rc, out, err = module.run_command([journalctl, "--no-pager", "--output=cat", "_SYSTEMD_INVOCATION_ID=" + out.strip()])
+    if rc != 0:
+        raise tv.TritonVerifyError("cannot read the journal of %s: %s" % (params["log_unit"], (err or out).strip()))
+    return out
 
 
 def verify(module, params):
@@ -296,11 +340,11 @@ def verify(module, params):
     runners = [tv.HttpRunner(client)]
     if params["grpc_url"]:
         runners.append(tv.GrpcRunner(params["grpc_url"], headers, params["timeout"]))
-    smi_pids = gpu_pids(module) if params["require_gpu"] else []
+    state = gpu_state(module) if params["require_gpu"] else None
     index = tv.read_index(client)
     results = []
     for spec in params["models"]:
-        outcome = verify_model(client, runners, spec, params, index, smi_pids)
+        outcome = verify_model(client, runners, spec, params, index, state)
         results.append(outcome)
         failures.extend("%s: %s" % (spec["name"], text) for text in outcome["failures"])
     return server, results, failures
@@ -325,6 +369,8 @@ def main():
             model_repository=dict(type="path"),
             require_golden_cases=dict(type="bool", default=True),
             require_gpu=dict(type="bool", default=False),
+            log_unit=dict(type="str", default="tritonserver.service"),
+            log_file=dict(type="path"),
             default_atol=dict(type="float", default=gc.DEFAULT_ATOL),
             default_rtol=dict(type="float", default=gc.DEFAULT_RTOL),
             ready_timeout=dict(type="int", default=60),

@@ -2,7 +2,6 @@
 
 import copy
 import os
-import stat
 
 import pytest
 
@@ -110,30 +109,69 @@ def test_golden_cases_file_path(server, tmp_path):
     assert broken["failed"] is True and "cannot read golden cases" in broken["msg"]
 
 
-def write_nvidia_smi_double(directory, pids):
-    """A stand-in for nvidia-smi that lists ``pids`` as GPU compute apps (no GPU here)."""
-    path = directory / "nvidia-smi"
-    path.write_text("#!/bin/sh\n" + "".join("echo %d\n" % pid for pid in pids))
-    path.chmod(path.stat().st_mode | stat.S_IEXEC)
-    return str(directory)
+RECORDINGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "nvidia_smi")
+DOUBLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "doubles", "nvidia-smi.double")
+
+
+def nvidia_smi_double(monkeypatch, directory, pids=None, query="recorded_h100x2_535.csv", rc=0):
+    """Put the nvidia-smi double (tests/doubles) first on PATH, replaying a 2x H100 host's recordings with the
+    compute apps of Triton serving on GPU 0, their recorded PIDs (tritonserver, its stub) replaced by ``pids``."""
+    with open(os.path.join(RECORDINGS, "recorded_compute_apps_h100_onnx_on_gpu0.csv")) as handle:
+        rows = [line.split(", ", 1) for line in handle.read().splitlines()]
+    recorded = sorted(set(int(pid) for pid, _rest in rows))
+    mapping = dict(zip(recorded, pids or recorded))
+    apps = directory / "compute_apps.csv"
+    apps.write_text("".join("%d, %s\n" % (mapping[int(pid)], rest) for pid, rest in rows))
+    os.symlink(os.path.abspath(DOUBLE), str(directory / "nvidia-smi"))
+    monkeypatch.setenv("NVIDIA_SMI_DOUBLE_QUERY", os.path.join(RECORDINGS, query))
+    monkeypatch.setenv("NVIDIA_SMI_DOUBLE_APPS", str(apps))
+    monkeypatch.setenv("NVIDIA_SMI_DOUBLE_RC", str(rc))
+    monkeypatch.setenv("PATH", str(directory) + os.pathsep + os.environ["PATH"])
 
 
 def test_require_gpu_fails_on_cpu_instances(server, tmp_path, monkeypatch):
-    monkeypatch.setenv("PATH", write_nvidia_smi_double(tmp_path, [server.pid]) + os.pathsep + os.environ["PATH"])
+    nvidia_smi_double(monkeypatch, tmp_path, [server.pid, server.pid])
     result = verify(server, [{"name": "add_sub"}], require_gpu=True, model_repository=server.repository)
     assert result["failed"] is True
     gpu = result["models"][0]["gpu"]
     # the Triton process is found among the compute apps; the CPU instance group is the failure
-    assert gpu["triton_pids_on_gpu"] == [server.pid]
+    assert sorted(set(p["triton_pid"] for p in gpu["triton_processes"])) == [server.pid]
     assert gpu["instance_kinds"] == ["KIND_CPU"]
     assert "instance_group kinds are ['KIND_CPU'], not KIND_GPU" in result["msg"]
     assert "no Triton process holds a GPU context" not in result["msg"]
 
 
 def test_require_gpu_fails_when_triton_is_not_on_a_gpu(server, tmp_path, monkeypatch):
-    monkeypatch.setenv("PATH", write_nvidia_smi_double(tmp_path, [os.getpid()]) + os.pathsep + os.environ["PATH"])
+    nvidia_smi_double(monkeypatch, tmp_path, [os.getpid(), os.getpid()])
     result = verify(server, [{"name": "add_sub"}], require_gpu=True, model_repository=server.repository)
-    assert "no Triton process holds a GPU context (nvidia-smi compute apps: [%d])" % os.getpid() in result["msg"]
+    assert "no Triton process holds a GPU context (nvidia-smi compute apps: ['%d " % os.getpid() in result["msg"]
+
+
+def test_require_gpu_with_a_broken_driver_fails_with_what_nvidia_smi_said(server, tmp_path, monkeypatch):
+    nvidia_smi_double(monkeypatch, tmp_path, query="recorded_no_driver.txt", rc=9)
+    result = verify(server, [{"name": "add_sub"}], require_gpu=True, model_repository=server.repository)
+    assert result["failed"] is True
+    assert result["msg"].startswith("require_gpu: ")
+    assert "failed (rc=9): NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver." in result["msg"]
+
+
+def test_require_gpu_fails_when_onnxruntime_runs_the_model_on_cpu(ops_triton, tmp_path, monkeypatch):
+    """The real python-based onnxruntime backend logs the provider it runs on: CPU here, so GPU placement fails
+    even though nvidia-smi (the double) shows this Triton's processes on the GPUs."""
+    nvidia_smi_double(monkeypatch, tmp_path, [ops_triton.pid, ops_triton.pid])
+    result = verify(ops_triton, [{"name": "anomaly_detector"}], require_gpu=True, model_repository=ops_triton.repository,
+                    log_file=ops_triton.log_path)
+    assert result["failed"] is True
+    gpu = result["models"][0]["gpu"]
+    versions = [v["version"] for v in result["models"][0]["versions"]]
+    # every instance of every serving version, as the backend logged it
+    assert sorted(gpu["execution_providers"]) == sorted("%d/anomaly_detector_0_%d" % (v, i) for v in versions for i in (0, 1))
+    assert all(p["provider"] == "CPUExecutionProvider" and p["device_id"] == -1 for p in gpu["execution_providers"].values())
+    for version in versions:
+        assert ("version %d instance anomaly_detector_0_0 runs on CPUExecutionProvider (device -1), not on CUDA GPU 0, 1"
+                % version in result["msg"])
+    # its golden cases still pass: only the placement is wrong
+    assert all(c["passed"] for v in result["models"][0]["versions"] for c in v["cases"])
 
 
 def test_require_gpu_without_nvidia_smi(server, monkeypatch):

@@ -145,6 +145,28 @@ def test_kind_auto_becomes_cpu_without_gpus():
         {"count": 1, "kind": "KIND_CPU"}, {"kind": "KIND_CPU"}, {"kind": "KIND_MODEL"}]
 
 
+def test_cpu_moves_are_reported():
+    changes = []
+    config = {"name": "m", "instance_group": [{"count": 1}, {"kind": "KIND_GPU", "gpus": [0]}, {"kind": "KIND_CPU"}]}
+    mc.apply_host_overrides(config, [], changes=changes)
+    assert changes == ["instance_group[0]: KIND_AUTO -> KIND_CPU (this host has no NVIDIA GPU)",
+                       "instance_group[1]: KIND_GPU -> KIND_CPU (this host has no NVIDIA GPU)"]
+
+
+def test_broken_driver_host_is_refused_not_moved_to_cpu(seed):
+    # nvidia-smi lists no GPU while the PCI bus shows two: never served on CPU in silence.
+    changes = []
+    with pytest.raises(mc.ModelConfigError) as err:
+        mc.apply_host_overrides(seed["anomaly_detector"], [], pci_gpus=["0000:1b:00.0", "0000:43:00.0"], changes=changes)
+    assert str(err.value) == ("instance_group[0].kind: KIND_GPU, and the PCI bus shows NVIDIA GPU(s) 0000:1b:00.0, 0000:43:00.0 "
+                              "that the driver does not list: refusing to run this model on CPU. Fix the driver (nvidia-smi must "
+                              "list the GPUs)")
+    assert changes == []
+    # a CPU model on such a host is left as it is
+    cpu = {"name": "m", "instance_group": [{"kind": "KIND_CPU", "count": 1}]}
+    assert mc.apply_host_overrides(cpu, [], pci_gpus=["0000:1b:00.0"]) == mc.normalize(cpu)
+
+
 def test_gpu_the_host_lacks_is_refused(seed):
     with pytest.raises(mc.ModelConfigError) as err:
         mc.apply_host_overrides(seed["anomaly_detector"], [1, 2])

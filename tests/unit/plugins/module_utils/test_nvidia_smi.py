@@ -174,6 +174,39 @@ def test_consistency_branch_pin_and_mixed_versions():
 
 
 def test_compute_apps_command_and_parse():
-    assert smi.compute_apps_command("/usr/bin/nvidia-smi") == ["/usr/bin/nvidia-smi", "--query-compute-apps=pid", "--format=csv,noheader"]
-    assert smi.parse_compute_apps("1234\n 77 \n\nNo running processes found\n") == [1234, 77]
+    assert smi.compute_apps_command("/usr/bin/nvidia-smi") == [
+        "/usr/bin/nvidia-smi", "--query-compute-apps=pid,process_name,used_memory,gpu_uuid", "--format=csv,noheader,nounits"]
+    apps = smi.parse_compute_apps(recording("recorded_compute_apps_h100_onnx_on_gpu0.csv"))
+    assert [(a["pid"], a["used_memory_mib"]) for a in apps] == [(48213, 616), (48213, 616), (48391, 1094)]
+    assert apps[2]["process_name"] == "/opt/tritonserver/backends/python/triton_python_backend_stub"
+    assert apps[2]["gpu_uuid"] == smi.parse_query_gpu(recording("recorded_h100x2_535.csv"))[0]["uuid"]
+    assert smi.parse_compute_apps(recording("recorded_compute_apps_none.txt")) == []
     assert smi.parse_compute_apps("") == []
+    # MIG: nvidia-smi cannot attribute memory per process
+    assert smi.parse_compute_apps("77, python3, [N/A], GPU-x\n")[0]["used_memory_mib"] is None
+
+
+def sysfs_from_recording(root, name):
+    """Materialise a recorded ``grep -H . /sys/bus/pci/devices/*/{vendor,class}`` listing as a sysfs tree."""
+    for line in recording(name).splitlines():
+        path, value = line.rsplit(":", 1)
+        device, attribute = path.split("/")[-2:]
+        (root / device).mkdir(parents=True, exist_ok=True)
+        (root / device / attribute).write_text(value + "\n")
+    return str(root)
+
+
+def test_scan_pci_on_recorded_hosts(tmp_path):
+    assert smi.scan_pci(sysfs_from_recording(tmp_path / "h100", "recorded_sysfs_pci_h100x2.txt")) == {
+        "gpus": ["0000:1b:00.0", "0000:43:00.0"], "nvswitches": []}  # the ASPEED BMC VGA (0x1a03) is not NVIDIA
+    assert smi.scan_pci(sysfs_from_recording(tmp_path / "cpu", "recorded_sysfs_pci_cpu_only.txt")) == {"gpus": [], "nvswitches": []}
+
+
+@pytest.mark.parametrize("gpu_count,pci_gpus,kind", [
+    (2, ["0000:1b:00.0", "0000:43:00.0"], "gpu"),
+    (0, ["0000:1b:00.0"], "broken"),
+    (0, [], "cpu"),
+    (1, [], "gpu"),  # a GPU passed through without a PCI view (sysfs hidden) is still a GPU
+])
+def test_host_kind(gpu_count, pci_gpus, kind):
+    assert smi.host_kind(gpu_count, pci_gpus) == kind

@@ -53,6 +53,7 @@ def test_h100_host_reports_gpus_and_versions(capsys, host):
     assert result["kernel_module"] == {"version": "535.154.05", "flavor": "proprietary"}
     assert result["problems"] == []
     assert result["message"] == "8 GPU(s), driver 535.154.05, CUDA 12.2"
+    assert result["host_kind"] == "gpu" and result["nvidia_smi_output"] is None
     calls = (tmp / "calls.log").read_text().splitlines()
     assert calls == [" ".join(smi.query_command(DOUBLE)[1:]), ""]
 
@@ -100,8 +101,12 @@ def test_no_driver_or_no_gpu_is_an_empty_list(capsys, host, recording, rc, statu
     assert result["gpus"] == []
     assert result["pci"]["gpus"] == ["0000:1b:00.0"]
     assert result["problems"] == ["expected 1 GPUs, nvidia-smi lists 0"]
+    assert result["host_kind"] == "broken"
+    assert result["nvidia_smi_output"] == open(os.path.join(RECORDINGS, recording)).read().strip()
     if status == "no_driver":
-        assert result["message"] == "nvidia-smi cannot talk to the NVIDIA kernel module (not loaded; 1 NVIDIA GPU(s) on the PCI bus)"
+        assert result["message"] == (
+            "nvidia-smi cannot talk to the NVIDIA kernel module (not loaded; 1 NVIDIA GPU(s) on the PCI bus): NVIDIA-SMI has failed "
+            "because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.")
 
 
 def test_not_installed(capsys, host, monkeypatch, tmp_path):
@@ -112,6 +117,7 @@ def test_not_installed(capsys, host, monkeypatch, tmp_path):
     assert result["status"] == "not_installed"
     assert result["gpus"] == [] and result["gpu_count"] == 0
     assert result["message"] == "nvidia-smi is not installed"
+    assert result["host_kind"] == "cpu"  # and no NVIDIA device on the (empty) PCI bus
 
 
 def test_unexpected_error_fails_with_its_text(capsys, host):

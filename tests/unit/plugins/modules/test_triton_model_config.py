@@ -61,11 +61,23 @@ def test_cpu_host_gets_cpu_instance_groups(capsys, tmp_path):
     assert result["changed"] is True
     assert result["content"] == golden("anomaly_detector.cpu")
     assert result["config"]["instance_group"] == [{"count": 2, "kind": "KIND_CPU"}]
+    assert result["host_overrides"] == ["instance_group[0]: KIND_GPU -> KIND_CPU (this host has no NVIDIA GPU)"]
+
+
+def test_broken_driver_host_is_refused_and_nothing_written(capsys, tmp_path):
+    result = run_module(capsys, repository=str(tmp_path), name="anomaly_detector", config=seed("anomaly_detector"), gpus=[],
+                        pci_gpus=["0000:1b:00.0"])
+    assert result["failed"] is True
+    assert result["msg"].startswith("%s/anomaly_detector: instance_group[0].kind: KIND_GPU, and the PCI bus shows NVIDIA GPU(s) "
+                                    "0000:1b:00.0 that the driver does not list: refusing to run this model on CPU" % tmp_path)
+    assert not os.path.exists(os.path.join(str(tmp_path), "anomaly_detector"))
 
 
 def test_gpu_host_keeps_gpu_groups(capsys, tmp_path):
-    result = run_module(capsys, repository=str(tmp_path), name="anomaly_detector", config=seed("anomaly_detector"), gpus=[0, 1])
+    result = run_module(capsys, repository=str(tmp_path), name="anomaly_detector", config=seed("anomaly_detector"), gpus=[0, 1],
+                        pci_gpus=["0000:1b:00.0", "0000:43:00.0"])
     assert result["content"] == golden("anomaly_detector")
+    assert result["host_overrides"] == []
 
 
 def test_missing_gpu_is_refused_and_nothing_written(capsys, tmp_path):

@@ -16,6 +16,9 @@ installed as ``<backend-directory>/onnxruntime/model.py``; model configs stay un
   model config and only the outputs the config lists are returned.
 - Same knobs as the native backend: ``optimization.graph.level`` (-1 basic, 1 extended,
   otherwise all) and the ``intra_op_thread_count`` / ``inter_op_thread_count`` parameters.
+- Placement report: each instance logs, once loaded, the execution provider onnxruntime really runs
+  it on (after any fallback to CPU) in one line of Triton's log, ``PLACEMENT_FORMAT``;
+  ``triton_verify`` with ``require_gpu`` reads it (Triton 2.51's python backend has no response parameters).
 """
 
 import json
@@ -56,6 +59,18 @@ def providers(ort, kind, device_id):
     return ["CPUExecutionProvider"]
 
 
+# triton_verification.PLACEMENT_RE parses this line; keep the two in step.
+PLACEMENT_FORMAT = "aiops onnxruntime placement: model=%s version=%s instance=%s provider=%s device=%d"
+
+
+def placement(session):
+    """(provider, device id) the session really runs on: CUDA may have fallen back to CPU at load."""
+    provider = session.get_providers()[0]
+    if provider != "CUDAExecutionProvider":
+        return provider, -1
+    return provider, int(session.get_provider_options().get(provider, {}).get("device_id", 0))
+
+
 class TritonPythonModel:
     def initialize(self, args):
         import onnxruntime as ort  # imported here so a missing package fails the load with its own message
@@ -82,6 +97,8 @@ class TritonPythonModel:
                 raise pb_utils.TritonModelException("config output %r is not an output of %s" % (item["name"], path))
             self.outputs.append((item["name"], pb_utils.triton_string_to_numpy(item["data_type"])))
         self.output_names = [name for name, _dtype in self.outputs]
+        pb_utils.Logger.log_info(PLACEMENT_FORMAT % ((args["model_name"], args["model_version"], args["model_instance_name"])
+                                                     + placement(self.session)))
 
     def _feeds(self, request):
         feeds = {}
