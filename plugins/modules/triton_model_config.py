@@ -98,7 +98,7 @@ options:
     description:
       - NVIDIA GPUs the host's PCI bus shows, driver or not (RV(aiops.triton.nvidia_gpu_info#module:pci.gpus)).
       - When non-empty while O(gpus) is empty, the driver is broken, and a C(KIND_GPU) or C(KIND_AUTO) group is
-        refused instead of being moved to C(KIND_CPU): such a host never serves a GPU model on CPU in silence.
+        refused instead of being moved to C(KIND_CPU), so such a host never serves a GPU model on CPU in silence.
     type: list
     elements: str
     default: []

@@ -77,8 +77,8 @@ def test_gpu_variant_changes_only_what_a_gpu_needs(units):
     cpu = settings(units["cpu"][0] / "tritonserver.service")
     gpu = settings(units["gpu"][0] / "tritonserver.service")
     site = "%s/lib/python%d.%d/site-packages" % (VENV, sys.version_info[0], sys.version_info[1])
-    assert sorted(set(cpu) - set(gpu)) == ["Environment=LD_LIBRARY_PATH=%s/nvidia_pytriton.libs" % site,
-                                          "PrivateDevices=yes", "ProcSubset=pid"]
+    removed = sorted(set(cpu) - set(gpu))
+    assert removed == ["Environment=LD_LIBRARY_PATH=%s/nvidia_pytriton.libs" % site, "PrivateDevices=yes", "ProcSubset=pid"]
     added = sorted(set(gpu) - set(cpu))
     assert [a for a in added if a.startswith("DeviceAllow=")] == [
         "DeviceAllow=/dev/nvidia-caps/nvidia-cap1 rw", "DeviceAllow=/dev/nvidia-uvm rw", "DeviceAllow=/dev/nvidia-uvm-tools rw",

@@ -120,8 +120,8 @@ def test_unreadable_config_is_a_failure():
 def test_last_placement_line_of_an_instance_wins():
     log = ('"aiops onnxruntime placement: model=m version=1 instance=m_0 provider=CPUExecutionProvider device=-1"\n'
            '"aiops onnxruntime placement: model=m version=1 instance=m_0 provider=CUDAExecutionProvider device=1"\n')
-    assert tv.parse_placements(log) == {"m": {"1/m_0": {"version": 1, "instance": "m_0", "provider": "CUDAExecutionProvider",
-                                                         "device_id": 1}}}
+    want = {"version": 1, "instance": "m_0", "provider": "CUDAExecutionProvider", "device_id": 1}
+    assert tv.parse_placements(log) == {"m": {"1/m_0": want}}
     assert tv.parse_placements("") == {}
 
 
