@@ -14,7 +14,7 @@ APT_PACKAGES := podman runc debootstrap uidmap slirp4netns iproute2 git make pyt
                 prometheus prometheus-node-exporter
 STAGE := $(ROOT)/tools/stage.sh
 
-.PHONY: help setup system-packages venv collection-link lab lab-image lab-up lab-services lab-down \
+.PHONY: help setup system-packages venv collection-link lab lab-image lab-up lab-services lab-down lab-triton-image \
         wheelhouse models publish-models site test unit lint sanity integration molecule bench clean
 
 help:
@@ -58,6 +58,11 @@ lab-up: lab-image wheelhouse
 
 lab-down:
 	$(PY) lab/labctl.py down
+
+# The container method's Triton image (built offline from the wheelhouse, cached by its inputs) and the
+# podman-capable host image; the archive is published on the wheelhouse server (molecule/container).
+lab-triton-image: lab-image
+	$(PY) lab/labctl.py triton-image
 
 # Hosts install Python packages from here (pip --find-links), never each from PyPI.
 wheelhouse: setup
@@ -117,7 +122,7 @@ integration: models
 	AIOPS_MODEL_BUILD=$(ROOT)/build pytest -q -m integration tests
 
 # Every scenario under molecule/, each create → converge → idempotence → verify → destroy.
-molecule:
+molecule: lab-triton-image
 	eval "$$($(PY) lab/labctl.py env)"
 	# every scenario (a dir with molecule.yml); the first failure fails the stage (.SHELLFLAGS -e)
 	for s in $$(ls molecule/*/molecule.yml | cut -d/ -f2); do echo "== molecule $$s"; molecule test -s $$s; done

@@ -8,6 +8,9 @@
                                      leave nothing running
     labctl.py status                 what is running
     labctl.py env                    shell exports for the lab's S3 credentials (never printed elsewhere)
+    labctl.py triton-image           build the Triton image (container method) and the podman lab host image,
+                                     publish the Triton image as an OCI archive on the wheelhouse server
+                                     (build/triton-image.json: its URL path, sha256 and image ID); cached
 
 Everything binds to the lab bridge's gateway address, so test traffic stays between this machine and
 its own containers.  podman gets the settings this kind of machine needs (lab/containers.conf) from a
@@ -180,6 +183,97 @@ def customise_rootfs(rootfs, spec):
     open(os.path.join(rootfs, "etc/machine-id"), "w").close()
     shutil.rmtree(os.path.join(rootfs, "var/cache/apt/archives"), ignore_errors=True)
     os.makedirs(os.path.join(rootfs, "var/cache/apt/archives/partial"), exist_ok=True)
+
+
+# --- the Triton image for the container method ------------------------------------------------------
+
+TRITON_IMAGE = "localhost/aiops-triton"
+PODMAN_HOST_IMAGE = "localhost/aiops-lab-debian12-podman"
+TRITON_IMAGE_MANIFEST = os.path.join(BUILD, "triton-image.json")
+ROLE_FILES = os.path.join(ROOT, "roles", "triton_server", "files")
+# Build context file -> its source; the role's pins are the one place for the server's packages.
+TRITON_CONTEXT = {
+    "Containerfile": os.path.join(LAB, "triton-image", "Containerfile"),
+    "argv_secret.c": os.path.join(LAB, "triton-image", "argv_secret.c"),
+    "tritonserver.sh": os.path.join(LAB, "triton-image", "tritonserver.sh"),
+    "requirements-native.txt": os.path.join(ROLE_FILES, "requirements-native.txt"),
+    "requirements-python-models.txt": os.path.join(ROLE_FILES, "requirements-python-models.txt"),
+    "onnxruntime-model.py": os.path.join(ROLE_FILES, "backends", "onnxruntime", "model.py"),
+}
+PODMAN_HOST_CONTEXT = {
+    "Containerfile": os.path.join(LAB, "podman-host", "Containerfile"),
+    "containers.conf": os.path.join(LAB, "containers.conf"),
+}
+
+
+def context_key(base_ref, context, extra=()):
+    digest = hashlib.sha256((image_current_key(base_ref) or "").encode())
+    for name in sorted(context):
+        with open(context[name], "rb") as fh:
+            digest.update(name.encode() + b"\0" + fh.read() + b"\0")
+    for item in extra:
+        digest.update(item.encode() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def build_from_context(ref, key, context, volumes=()):
+    """podman build of a context assembled from `context` (name -> source), labelled with its key."""
+    old = podman("image", "inspect", "--format", "{{.Id}}", ref, check=False).stdout.strip()
+    with tempfile.TemporaryDirectory(prefix="lab-ctx-", dir=BUILD) as ctx:
+        for name, src in context.items():
+            shutil.copy2(src, os.path.join(ctx, name))
+        # --layers=false: no intermediate images are left behind; the key above is the cache.
+        cmd = ["podman", "build", "--quiet", "--layers=false", "--label", "aiops.lab.key=%s" % key, "--tag", ref]
+        for vol in volumes:
+            cmd += ["--volume", vol]
+        run(cmd + [ctx], capture=True)
+    if old and old != podman("image", "inspect", "--format", "{{.Id}}", ref).stdout.strip():
+        podman("rmi", old, check=False)  # the previous build, now untagged
+    log("built image %s (key %s)" % (ref, key))
+
+
+def build_triton_image(os_name="debian12"):
+    """The Triton image, saved as an OCI archive the wheelhouse server publishes (an air-gapped mirror)."""
+    base = build_image(os_name)
+    wheels = sorted(os.listdir(WHEELHOUSE)) if os.path.isdir(WHEELHOUSE) else []
+    if not any(w.startswith("nvidia_pytriton-") for w in wheels):
+        raise LabError("the wheelhouse %s has no nvidia-pytriton wheel: run `make wheelhouse` first" % WHEELHOUSE)
+    key = context_key(base, TRITON_CONTEXT, wheels)
+    if image_current_key(TRITON_IMAGE) != key:
+        build_from_context(TRITON_IMAGE, key, TRITON_CONTEXT, volumes=["%s:/wheelhouse:ro" % WHEELHOUSE])
+    image_id = "sha256:" + podman("image", "inspect", "--format", "{{.Id}}", TRITON_IMAGE).stdout.strip()
+    rel = "images/aiops-triton-%s.oci-archive.tar" % key
+    archive = os.path.join(WHEELHOUSE, rel)
+    try:
+        with open(TRITON_IMAGE_MANIFEST) as fh:
+            current = json.load(fh)
+    except (FileNotFoundError, ValueError):
+        current = {}
+    if current.get("key") != key or current.get("id") != image_id or not os.path.exists(archive):
+        os.makedirs(os.path.dirname(archive), exist_ok=True)
+        for old in os.listdir(os.path.dirname(archive)):  # one published archive, the current one
+            os.remove(os.path.join(os.path.dirname(archive), old))
+        run(["podman", "save", "--format", "oci-archive", "--output", archive, TRITON_IMAGE], capture=True)
+        digest = hashlib.sha256()
+        with open(archive, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        current = {"key": key, "id": image_id, "path": rel, "sha256": digest.hexdigest()}
+        with open(TRITON_IMAGE_MANIFEST, "w") as fh:
+            json.dump(current, fh, indent=1)
+        log("published %s (sha256 %s, image %s)" % (rel, current["sha256"], image_id))
+    else:
+        log("image %s is current (key %s), published as %s" % (TRITON_IMAGE, key, rel))
+    return current
+
+
+def build_podman_host_image(os_name="debian12"):
+    base = build_image(os_name)
+    key = context_key(base, PODMAN_HOST_CONTEXT)
+    if image_current_key(PODMAN_HOST_IMAGE) == key:
+        log("image %s is current (key %s), rebuild skipped" % (PODMAN_HOST_IMAGE, key))
+        return
+    build_from_context(PODMAN_HOST_IMAGE, key, PODMAN_HOST_CONTEXT)
 
 
 # --- network + services ---------------------------------------------------------------------------
@@ -412,6 +506,7 @@ def main(argv=None):
     sub.add_parser("down")
     sub.add_parser("status")
     sub.add_parser("env")
+    sub.add_parser("triton-image")
     args = parser.parse_args(argv)
     try:
         if args.cmd in ("image", "services") and args.os not in SUPPORTED_OS:
@@ -425,6 +520,9 @@ def main(argv=None):
             start_services(args.os)
         elif args.cmd == "down":
             down()
+        elif args.cmd == "triton-image":
+            build_podman_host_image()
+            build_triton_image()
         elif args.cmd == "status":
             status()
         elif args.cmd == "env":

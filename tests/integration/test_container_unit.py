@@ -41,7 +41,7 @@ def test_container_unit_renders_and_verifies(tmp_path, engine, gpu_mode, verify)
     assert "--volume /var/lib/triton/models:/models:ro" in unit
     assert "--model-repository=/models" in unit
     assert "--http-restricted-api=model-repository:triton-admin-key=${TRITON_API_KEY}" in unit
-    assert "--ulimit memlock=-1 --ulimit stack=67108864" in unit
+    assert "--ulimit memlock=-1 --ulimit stack=67108864" in exec_start(unit)
     assert "--user 998:998" in unit
     assert "TimeoutStopSec=45" in unit  # above --exit-timeout-secs=30
     if gpu_mode == "cdi":

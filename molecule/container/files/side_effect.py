@@ -1,0 +1,159 @@
+"""The container method under change: a hot model update, a broken version rolled back, kill -9.
+
+Run from side_effect.yml on the controller against the scenario's inventory:
+  1. anomaly_detector 1 -> 2 (and ops_pipeline, which needs 2) with playbooks/model_upgrade.yml: rc 0,
+     the host serves exactly the new pins, and the same container kept running (a hot update);
+  2. the broken anomaly_detector 3 (prepare.yml published it): the run fails verification, the host is
+     rolled back and serves 2 again, same container;
+  3. kill -9 of the container's main process on the host: systemd restarts the unit, a new container
+     serves the same models, inference answers.
+Writes what it saw to --results and exits non-zero on the first broken promise.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+HOST = "container-1"
+KEY_HEADER = "triton-admin-key"
+
+
+def on_host(*argv):
+    return subprocess.run(["podman", "exec", HOST] + list(argv), capture_output=True, text=True, check=False)
+
+
+def container():
+    """{id, pid} of the tritonserver container on the host (pid as the host's kernel numbers it)."""
+    out = on_host("podman", "inspect", "--format", "{{.Id}} {{.State.Pid}} {{.State.Running}}", "tritonserver")
+    if out.returncode != 0:
+        return {"id": None, "pid": None, "running": False}
+    cid, pid, running = out.stdout.split()
+    return {"id": cid, "pid": int(pid), "running": running == "true"}
+
+
+def host_ip():
+    out = subprocess.run(["podman", "inspect", "--format", '{{(index .NetworkSettings.Networks "aiops-lab").IPAddress}}',
+                          HOST], capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def request(url, body=None, headers=None):
+    req = urllib.request.Request(url, data=body, method="POST" if body is not None else "GET", headers=headers or {})
+    with urllib.request.urlopen(req, timeout=30) as response:
+        return response.status, response.read()
+
+
+def serving(ip):
+    """model -> READY versions, from the repository index (the key guards it)."""
+    _status, body = request("http://%s:8000/v2/repository/index" % ip, b"{}",
+                            {KEY_HEADER: os.environ["AIOPS_LAB_TRITON_API_KEY"]})
+    ready = {}
+    for entry in json.loads(body):
+        if entry.get("state") == "READY":
+            ready.setdefault(entry["name"], []).append(int(entry["version"]))
+    return dict((m, sorted(v)) for m, v in ready.items())
+
+
+def wait_ready(ip, timeout=240):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            if request("http://%s:8000/v2/health/ready" % ip)[0] == 200:
+                return True
+        except OSError:
+            pass
+        time.sleep(2)
+    return False
+
+
+def classify(ip, text):
+    body = json.dumps({"inputs": [{"name": "alert_text", "datatype": "BYTES", "shape": [1, 1], "data": [text]}]})
+    _status, out = request("http://%s:8000/v2/models/alert_classifier/infer" % ip, body.encode(),
+                           {"Content-Type": "application/json"})
+    return dict((o["name"], o["data"]) for o in json.loads(out)["outputs"])
+
+
+def upgrade(inventory, workdir, name, anomaly):
+    pins = [{"name": "anomaly_detector", "versions": anomaly}, {"name": "alert_classifier", "versions": [1]},
+            {"name": "metric_forecaster", "versions": [1]}, {"name": "ops_pipeline", "versions": [1]}]
+    env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory,
+                           os.path.join(ROOT, "playbooks", "model_upgrade.yml"),
+                           "-e", json.dumps({"triton_models_list": pins})],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=1800, check=False)
+    log = os.path.join(workdir, "%s.log" % name)
+    with open(log, "w") as handle:
+        handle.write(proc.stdout + "\n--- stderr ---\n" + proc.stderr)
+    return proc.returncode, log
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--inventory", required=True)
+    parser.add_argument("--results", required=True)
+    args = parser.parse_args()
+    workdir = os.path.dirname(args.results)
+    ip = host_ip()
+    results = {}
+
+    def check(condition, message):
+        if not condition:
+            results["failed_check"] = message
+        with open(args.results, "w") as handle:
+            json.dump(results, handle, indent=2)
+        if not condition:
+            print("CONTAINER CHECK FAILED: %s" % message)
+            sys.exit(1)
+
+    before = container()
+    check(before["running"], "no running tritonserver container after converge")
+
+    started = time.time()
+    rc, log = upgrade(args.inventory, workdir, "hot_update", [2])
+    results["hot_update"] = {"rc": rc, "seconds": round(time.time() - started, 1), "serving": serving(ip),
+                             "container_kept": container()["id"] == before["id"]}
+    check(rc == 0, "hot update: ansible-playbook rc=%s (log %s)" % (rc, log))
+    check(results["hot_update"]["serving"].get("anomaly_detector") == [2]
+          and results["hot_update"]["serving"].get("ops_pipeline") == [1],
+          "hot update: serving %s" % results["hot_update"]["serving"])
+    check(results["hot_update"]["container_kept"], "hot update restarted the container")
+
+    started = time.time()
+    rc, log = upgrade(args.inventory, workdir, "broken_v3", [3])
+    results["rollback"] = {"rc": rc, "seconds": round(time.time() - started, 1), "serving": serving(ip),
+                           "container_kept": container()["id"] == before["id"]}
+    with open(log) as handle:
+        results["rollback"]["verification_failed"] = "golden" in handle.read().lower()
+    check(rc != 0, "broken version 3 was accepted (log %s)" % log)
+    check(results["rollback"]["verification_failed"], "broken v3 failed for another reason than its golden cases (log %s)" % log)
+    check(results["rollback"]["serving"].get("anomaly_detector") == [2],
+          "after the rollback: serving %s" % results["rollback"]["serving"])
+
+    restarts = int(on_host("systemctl", "show", "-p", "NRestarts", "--value", "tritonserver").stdout.strip() or 0)
+    killed = container()
+    on_host("kill", "-9", str(killed["pid"]))
+    deadline = time.time() + 240
+    now = container()
+    while time.time() < deadline and not (now["running"] and now["id"] not in (None, killed["id"])):
+        time.sleep(2)
+        now = container()
+    results["kill"] = {"killed_pid": killed["pid"], "new_container": now["id"] not in (None, killed["id"]),
+                       "ready": wait_ready(ip),
+                       "n_restarts": int(on_host("systemctl", "show", "-p", "NRestarts", "--value",
+                                                 "tritonserver").stdout.strip() or 0) - restarts}
+    check(results["kill"]["new_container"] and results["kill"]["ready"], "no new serving container after kill -9: %s"
+          % results["kill"])
+    results["kill"]["serving"] = serving(ip)
+    results["kill"]["classified"] = classify(ip, "Disk space on /dev/sda1 is 95% full")
+    check(results["kill"]["n_restarts"] == 1, "systemd restarted the unit %d times" % results["kill"]["n_restarts"])
+    check(results["kill"]["serving"].get("anomaly_detector") == [2], "after restart: %s" % results["kill"]["serving"])
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
