@@ -61,7 +61,7 @@ lab-down:
 
 # The container method's Triton image (built offline from the wheelhouse, cached by its inputs) and the
 # podman-capable host image; the archive is published on the wheelhouse server (molecule/container).
-lab-triton-image: lab-image
+lab-triton-image: lab-image wheelhouse
 	$(PY) lab/labctl.py triton-image
 
 # Hosts install Python packages from here (pip --find-links), never each from PyPI.
