@@ -67,6 +67,8 @@ def lab_down(monkeypatch, tmp_path):
         monkeypatch.setattr(labctl, "stop_services", lambda: None)
         monkeypatch.setattr(labctl, "STATE", str(tmp_path / "state"))
         monkeypatch.setattr(labctl, "INVENTORY", str(tmp_path / "hosts.yml"))
+        # down() removes the podman drop-in last: never the machine's real one from a unit test
+        monkeypatch.setattr(labctl, "PODMAN_DROPIN", str(tmp_path / "90-aiops-lab.conf"))
         labctl.down()
         return fake
     return down
