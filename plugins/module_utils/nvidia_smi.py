@@ -95,20 +95,22 @@ def run(module, argv):
     return module.run_command(argv)
 
 
-def compute_apps(module, nvidia_smi):
-    """Processes holding a GPU context (``parse_compute_apps``); raises NvidiaSmiError when nvidia-smi fails."""
-    rc, out, err = run(module, compute_apps_command(nvidia_smi))
+def _checked(module, nvidia_smi, argv):
+    """stdout of an nvidia-smi argv; raises NvidiaSmiError naming rc and its message when it fails."""
+    rc, out, err = run(module, argv)
     if rc != 0:
         raise NvidiaSmiError("%s failed (rc=%s): %s" % (nvidia_smi, rc, (err or out).strip()))
-    return parse_compute_apps(out)
+    return out
+
+
+def compute_apps(module, nvidia_smi):
+    """Processes holding a GPU context (``parse_compute_apps``); raises NvidiaSmiError when nvidia-smi fails."""
+    return parse_compute_apps(_checked(module, nvidia_smi, compute_apps_command(nvidia_smi)))
 
 
 def gpus(module, nvidia_smi):
     """The GPUs nvidia-smi lists (``parse_query_gpu``); raises NvidiaSmiError when nvidia-smi fails."""
-    rc, out, err = run(module, query_command(nvidia_smi))
-    if rc != 0:
-        raise NvidiaSmiError("%s failed (rc=%s): %s" % (nvidia_smi, rc, (err or out).strip()))
-    return parse_query_gpu(out)
+    return parse_query_gpu(_checked(module, nvidia_smi, query_command(nvidia_smi)))
 
 
 def _blank(value):
