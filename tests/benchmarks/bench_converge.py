@@ -8,7 +8,9 @@ lab-1..N` for each N, interleaved over the rounds (1, 3, 6, 6, 3, 1, ...) so loa
 the machine falls on every size alike. Each measured run must end with changed=0 and failed=0 on
 every host. Reports the median wall time per size, the time per host, and the ratio of per-host time
 at the largest size to the middle one (target <= 1.3: forks do the parallel work), with the load
-average around the run. Prints a markdown table for docs/benchmarks.md and writes
+average around the run. The lab enters its hosts with nsenter (exec_method nsenter of aiops.triton.podman);
+the sizes named by --podman-exec are measured in the same rounds through `podman exec` as well, so the
+transport's share is a ratio from one run. Prints a markdown table for docs/benchmarks.md and writes
 build/bench_converge.json. Exits 1 when a measured run changed something or failed.
 """
 
@@ -54,10 +56,12 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--hosts", default="1,3,6", help="host counts to measure (comma separated)")
     parser.add_argument("--rounds", type=int, default=2, help="measured runs per host count")
+    parser.add_argument("--podman-exec", default="3", help="host counts also measured with exec_method podman ('' for none)")
     parser.add_argument("--skip-setup", action="store_true", help="the lab is up, published and converged already")
     parser.add_argument("-e", "--extra-vars", action="append", default=[], help="passed to every ansible-playbook run")
     args = parser.parse_args(argv)
     sizes = sorted(int(n) for n in args.hosts.split(","))
+    via_podman = [int(n) for n in args.podman_exec.split(",") if n.strip()]
     os.makedirs(os.path.join(ROOT, "build"), exist_ok=True)
     log = os.path.join(ROOT, "build", "bench_converge.log")
     open(log, "w").close()
@@ -74,38 +78,48 @@ def main(argv=None):
     for number in range(args.rounds):
         order.extend(sizes if number % 2 == 0 else list(reversed(sizes)))
     load_before = os.getloadavg()
-    walls = dict((n, []) for n in sizes)
+    # (hosts, transport) -> wall times; transport "nsenter" is the lab's own
+    variants = [(n, "nsenter") for n in sizes] + [(n, "podman exec") for n in via_podman]
+    walls = dict((v, []) for v in variants)
     bad = []
     for size in order:
-        limit = ",".join("lab-%d" % i for i in range(1, size + 1))
-        wall, rc, recap = site(env, limit, log, args.extra_vars)
-        walls[size].append(wall)
-        problems = [h for h, r in recap.items() if r["changed"] or r["failed"] or r["unreachable"]]
-        if rc != 0 or problems or len([h for h in recap if h.startswith("lab-")]) != size:
-            bad.append("%d hosts: rc %d, changed/failed on %s" % (size, rc, problems or "?"))
-        print("%d hosts: %.1f s (rc %d, changed=%s)" % (size, wall, rc, sorted(set(r["changed"] for r in recap.values()))), flush=True)
+        for variant in [v for v in variants if v[0] == size]:
+            limit = ",".join("lab-%d" % i for i in range(1, size + 1))
+            extra = list(args.extra_vars) + (["ansible_podman_exec_method=podman"] if variant[1] == "podman exec" else [])
+            wall, rc, recap = site(env, limit, log, extra)
+            walls[variant].append(wall)
+            problems = [h for h, r in recap.items() if r["changed"] or r["failed"] or r["unreachable"]]
+            if rc != 0 or problems or len([h for h in recap if h.startswith("lab-")]) != size:
+                bad.append("%d hosts (%s): rc %d, changed/failed on %s" % (size, variant[1], rc, problems or "?"))
+            print("%d hosts, %s: %.1f s (rc %d, changed=%s)" % (size, variant[1], wall, rc,
+                                                              sorted(set(r["changed"] for r in recap.values()))), flush=True)
     load_after = os.getloadavg()
     rows = []
-    for size in sizes:
-        median = statistics.median(walls[size])
-        rows.append({"hosts": size, "runs": [round(w, 1) for w in walls[size]], "median_s": round(median, 1),
-                     "per_host_s": round(median / size, 1)})
-    per_host = dict((r["hosts"], r["per_host_s"]) for r in rows)
+    for size, transport in variants:
+        mid = statistics.median(walls[(size, transport)])
+        rows.append({"hosts": size, "transport": transport, "runs": [round(w, 1) for w in walls[(size, transport)]],
+                     "median_s": round(mid, 1), "per_host_s": round(mid / size, 1)})
+    median = dict(((r["hosts"], r["transport"]), r["median_s"]) for r in rows)
+    per_host = dict((r["hosts"], r["per_host_s"]) for r in rows if r["transport"] == "nsenter")
     middle, largest = sizes[len(sizes) // 2], sizes[-1]
     ratio = round(per_host[largest] / per_host[middle], 2) if per_host[middle] else None
+    exec_ratios = dict((n, round(median[(n, "podman exec")] / median[(n, "nsenter")], 2)) for n in via_podman if n in sizes)
     result = {"rows": rows, "ratio_per_host": {"sizes": [largest, middle], "value": ratio},
+              "podman_exec_over_nsenter": exec_ratios,
               "load_before": [round(x, 1) for x in load_before], "load_after": [round(x, 1) for x in load_after],
               "cpus": os.cpu_count(), "failures": bad}
     with open(os.path.join(ROOT, "build", "bench_converge.json"), "w", encoding="utf-8") as handle:
         json.dump(result, handle, indent=1)
     print()
-    print("| Hosts | No-change `site.yml` runs (s) | Median (s) | Per host (s) |")
-    print("|---:|---|---:|---:|")
+    print("| Hosts | Transport | No-change `site.yml` runs (s) | Median (s) | Per host (s) |")
+    print("|---:|---|---|---:|---:|")
     for row in rows:
-        print("| %d | %s | %.1f | %.1f |" % (row["hosts"], ", ".join("%.1f" % w for w in row["runs"]), row["median_s"], row["per_host_s"]))
+        print("| %d | %s | %s | %.1f | %.1f |" % (row["hosts"], row["transport"], ", ".join("%.1f" % w for w in row["runs"]),
+                                                 row["median_s"], row["per_host_s"]))
     print()
-    print("Per-host time at %d hosts / at %d hosts: %s (target <= 1.3). Load average (1/5/15 min) before %s, after %s; %d CPUs."
-          % (largest, middle, ratio, result["load_before"], result["load_after"], result["cpus"]))
+    print("Per-host time at %d hosts / at %d hosts: %s (target <= 1.3). podman exec / nsenter, same hosts: %s. "
+          "Load average (1/5/15 min) before %s, after %s; %d CPUs."
+          % (largest, middle, ratio, exec_ratios, result["load_before"], result["load_after"], result["cpus"]))
     if bad:
         print("NOT A NO-CHANGE RUN: %s (log: %s)" % ("; ".join(bad), log))
         return 1

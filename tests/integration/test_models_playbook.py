@@ -205,7 +205,7 @@ def test_drift_is_named_in_check_mode_and_nothing_changes(lab):
     def task(title):
         return next(body for name, body in tasks.items() if title in name)
     # each difference under its task, with the host and the model
-    config = task("Render config.pbtxt")
+    config = task("Validate every model config")  # check mode renders each config once, in the preflight
     assert "changed: [localhost] => (item=add_sub)" in config and '-  key: "drift_probe"' in config, config
     load = task("Load each model at exactly its pinned versions")
     assert "changed: [localhost] => (item=add_sub)" in load and '"ready_versions": [\n-        2,\n-        5\n+        2' in load, load

@@ -250,7 +250,8 @@ def main():
     edited = original + 'parameters {\n  key: "drift_probe"\n  value {\n    string_value: "edit"\n  }\n}\n'
     subprocess.run(["podman", "exec", "-i", "fleet-3", "sh", "-c", "cat > %s" % config], input=edited, text=True, check=True)
     proc = upgrade(inv, os.path.join(workdir, "check_drift.log"), "playbooks/model_upgrade.yml", "--check", "--diff")
-    render = [t for t in proc.stdout.split("TASK [") if t.startswith("aiops.triton.triton_models : Render config.pbtxt")]
+    # check mode renders each config once, in the preflight's validation (the rollout's, which shows the diff)
+    render = [t for t in proc.stdout.split("TASK [") if t.startswith("aiops.triton.triton_models : Validate every model config")]
     after = subprocess.run(["podman", "exec", "fleet-3", "cat", config], capture_output=True, text=True, check=True).stdout
     results["check_drift"] = {"rc": proc.returncode, "changed": recap_changed(proc.stdout), "render": render[-1:] and render[-1][-1500:]}
     check(proc.returncode == 0 and render and "changed: [fleet-3] => (item=anomaly_detector)" in render[-1]

@@ -1,0 +1,96 @@
+"""aiops.triton.podman connection, both exec methods, driven by ansible-playbook.
+
+No container is needed: a stand-in ``podman`` (a test double, written below) answers ``inspect`` with
+the test's own PID and a made-up container environment, and runs ``exec`` locally. With
+exec_method=nsenter the real nsenter enters that process's namespaces (the test's own, so commands run
+here); what the test checks is what the plugin controls: the environment is the container's only, the
+working directory is the target's, stdin reaches pipelined modules and copied files, and the errors.
+"""
+
+import json
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+FAKE_PODMAN = """#!/bin/sh
+# Test double for podman: inspect answers from $FAKE_PID / $FAKE_ENV, exec runs the command here.
+echo "$@" >> "$FAKE_LOG"
+case "$1" in
+  inspect) printf '%s %s\\n' "$FAKE_PID" "$FAKE_ENV" ;;
+  exec) shift; [ "$1" = -i ] && shift; shift; exec "$@" ;;
+  *) echo "unexpected: $*" >&2; exit 2 ;;
+esac
+"""
+PLAY = """
+- hosts: box
+  gather_facts: false
+  tasks:
+    - name: environment and working directory the command sees
+      ansible.builtin.command: /bin/sh -c 'env; echo "PWD_IS=$(pwd)"'
+      register: env_out
+    - name: a copied file arrives through stdin
+      ansible.builtin.copy:
+        content: "payload\\n"
+        dest: "{{ dest }}"
+    - name: show
+      ansible.builtin.debug:
+        msg: "{{ env_out.stdout_lines }}"
+"""
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="nsenter needs root (the CI runs as root)")
+
+
+def run(tmp_path, method, pid=None, extra=()):
+    podman = tmp_path / "podman"
+    podman.write_text(FAKE_PODMAN)
+    podman.chmod(podman.stat().st_mode | stat.S_IEXEC)
+    (tmp_path / "play.yml").write_text(PLAY)
+    (tmp_path / "hosts.ini").write_text("box ansible_connection=aiops.triton.podman ansible_pipelining=true "
+                                        "ansible_python_interpreter=%s\n" % sys.executable)
+    env = dict(os.environ, FAKE_PID=pid or str(os.getpid()), FAKE_LOG=str(tmp_path / "podman.log"), AIOPS_CONTROLLER_ONLY="leak",
+               FAKE_ENV=json.dumps(["PATH=/usr/sbin:/usr/bin:/sbin:/bin", "container=podman", "IN_CONTAINER=yes"]),
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collection"), ANSIBLE_NOCOLOR="1")
+    argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(tmp_path / "hosts.ini"),
+            str(tmp_path / "play.yml"), "-e", "dest=%s" % (tmp_path / "copied"), "-e", "ansible_podman_exec_method=%s" % method,
+            "-e", "ansible_podman_executable=%s" % podman] + list(extra)
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=300, check=False)
+    log = (tmp_path / "podman.log").read_text() if (tmp_path / "podman.log").exists() else ""
+    return proc, log
+
+
+def test_nsenter_runs_with_only_the_containers_environment_and_reads_it_once_per_connection(tmp_path):
+    proc, log = run(tmp_path, "nsenter")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "IN_CONTAINER=yes" in proc.stdout and "container=podman" in proc.stdout
+    assert "HOME=/root" in proc.stdout, "podman exec sets HOME for root; so must nsenter"
+    assert "AIOPS_CONTROLLER_ONLY" not in proc.stdout, "the controller's environment leaked into the container"
+    assert '"PWD_IS=%s"' % os.getcwd() in proc.stdout, "the command must start in the target's working directory"
+    assert (tmp_path / "copied").read_text() == "payload\n"
+    calls = log.splitlines()
+    assert calls and all(c.startswith("inspect ") for c in calls), "nsenter must not fall back to podman exec: %s" % calls
+    # one inspect per task connection, not one per command (the copy task runs several commands)
+    assert len(calls) <= 3, calls
+
+
+def test_podman_exec_is_the_default(tmp_path):
+    proc, log = run(tmp_path, "podman")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert (tmp_path / "copied").read_text() == "payload\n"
+    assert "exec -i box" in log and "inspect" not in log
+
+
+def test_nsenter_names_a_stopped_container(tmp_path):
+    proc, _log = run(tmp_path, "nsenter", pid="0")
+    assert proc.returncode != 0
+    assert "container box is not running" in proc.stdout + proc.stderr
+
+
+def test_nsenter_refuses_a_remote_user(tmp_path):
+    proc, log = run(tmp_path, "nsenter", extra=["-e", "ansible_user=nobody"])
+    assert proc.returncode != 0
+    assert "exec_method nsenter runs commands as root in box; unset remote_user" in proc.stdout + proc.stderr
+    assert log == "", "nothing may run before the refusal"
