@@ -71,11 +71,11 @@ def lab(tmp_path_factory, moto_server):
         yield {"root": root, "repo": repo, "s3": s3, "server": server, "moto": moto_server}
 
 
-def run_rollout(lab, add_sub_versions, pipeline=True, check=False, latest=None):
+def run_rollout(lab, add_sub_versions, pipeline=True, check=False, latest=None, extra_hosts=""):
     server = lab["server"]
     inventory = lab["root"] / "hosts.ini"
-    inventory.write_text("[triton_servers]\nlocalhost ansible_connection=local ansible_python_interpreter=%s\n"
-                         % sys.executable)
+    inventory.write_text("[triton_servers]\nlocalhost ansible_connection=local ansible_python_interpreter=%s\n%s"
+                         % (sys.executable, extra_hosts))
     extra = {
         "triton_models_list": [dict({"name": "add_sub", "config": ADD_SUB},
                                     **({"latest": latest} if latest else {"versions": add_sub_versions}))]
@@ -222,6 +222,21 @@ def test_drift_is_named_in_check_mode_and_nothing_changes(lab):
     assert client.ready_versions("add_sub") == [2]
     assert "drift_probe" not in config_path.read_text()
     assert 2 in versions_on_disk(lab, "add_sub")
+
+
+def test_an_unreachable_host_stops_the_rollout_before_any_host_changes(lab):
+    """The parallel check pass cannot rescue an unreachable host; the rollout must not go on without it."""
+    client = TritonClient(lab["server"].http_url, api_key=KEY)
+    before = client.ready_versions("add_sub")
+    config = (lab["repo"] / "add_sub" / "config.pbtxt").read_text()
+    wanted = [1] if before != [1] else [2]
+    proc = run_rollout(lab, wanted, pipeline=False,
+                       extra_hosts="ghost ansible_host=127.0.0.2 ansible_port=1 ansible_connection=ssh\n")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-6000:]
+    assert "Not checked: ghost (unreachable); no host was changed" in out, out[-6000:]
+    assert client.ready_versions("add_sub") == before
+    assert (lab["repo"] / "add_sub" / "config.pbtxt").read_text() == config
 
 
 def test_latest_is_resolved_once_and_pinned(lab):
