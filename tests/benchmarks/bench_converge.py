@@ -91,8 +91,8 @@ def main(argv=None):
             problems = [h for h, r in recap.items() if r["changed"] or r["failed"] or r["unreachable"]]
             if rc != 0 or problems or len([h for h in recap if h.startswith("lab-")]) != size:
                 bad.append("%d hosts (%s): rc %d, changed/failed on %s" % (size, variant[1], rc, problems or "?"))
-            print("%d hosts, %s: %.1f s (rc %d, changed=%s)" % (size, variant[1], wall, rc,
-                                                              sorted(set(r["changed"] for r in recap.values()))), flush=True)
+            changed = sorted(set(r["changed"] for r in recap.values()))
+            print("%d hosts, %s: %.1f s (rc %d, changed=%s)" % (size, variant[1], wall, rc, changed), flush=True)
     load_after = os.getloadavg()
     rows = []
     for size, transport in variants:
@@ -114,8 +114,8 @@ def main(argv=None):
     print("| Hosts | Transport | No-change `site.yml` runs (s) | Median (s) | Per host (s) |")
     print("|---:|---|---|---:|---:|")
     for row in rows:
-        print("| %d | %s | %s | %.1f | %.1f |" % (row["hosts"], row["transport"], ", ".join("%.1f" % w for w in row["runs"]),
-                                                 row["median_s"], row["per_host_s"]))
+        runs = ", ".join("%.1f" % w for w in row["runs"])
+        print("| %d | %s | %s | %.1f | %.1f |" % (row["hosts"], row["transport"], runs, row["median_s"], row["per_host_s"]))
     print()
     print("Per-host time at %d hosts / at %d hosts: %s (target <= 1.3). podman exec / nsenter, same hosts: %s. "
           "Load average (1/5/15 min) before %s, after %s; %d CPUs."
