@@ -8,7 +8,7 @@ A published model version lives in S3 as::
     s3://<bucket>/<prefix>/<model>/<version>/<relative file path>...
     s3://<bucket>/<prefix>/<model>/<version>/MANIFEST.json   (uploaded last)
 
-``MANIFEST.json`` lists every file of the version with its size and sha256.  Because
+``MANIFEST.json`` lists every file of the version with its size and sha256 (``__pycache__`` left out).  Because
 it is written only after every file is uploaded, its presence is what marks a version
 complete; a version without one is an incomplete publish.  The version is identified by
 the sha256 of the manifest's canonical bytes (``manifest_digest``).
@@ -30,6 +30,9 @@ MARKER_NAME = ".aiops-manifest.sha256"
 _CHUNK = 1024 * 1024
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 _NAME_MAX = 255  # bytes in one path component on Linux filesystems
+# Bytecode caches an interpreter writes beside the sources it imports (a test, or Triton's python backend
+# serving the build): interpreter-specific and rewritten at will, so never part of a published version.
+_UNPUBLISHED_DIRS = frozenset(["__pycache__"])
 
 
 class ManifestError(Exception):
@@ -46,10 +49,10 @@ def sha256_file(path):
 
 
 def build_manifest(model, version, version_dir):
-    """Describe every regular file under ``version_dir`` (the manifest itself excluded)."""
+    """Describe every regular file under ``version_dir`` (the manifest and bytecode caches excluded)."""
     files = []
     for root, dirs, names in os.walk(version_dir):
-        dirs.sort()
+        dirs[:] = sorted(d for d in dirs if d not in _UNPUBLISHED_DIRS)
         for name in sorted(names):
             full = os.path.join(root, name)
             rel = os.path.relpath(full, version_dir).replace(os.sep, "/")

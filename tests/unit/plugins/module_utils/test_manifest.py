@@ -10,6 +10,10 @@ def test_build_and_roundtrip(tmp_path):
     (tmp_path / "model.onnx").write_bytes(b"abc")
     (tmp_path / "sub" / "x.json").write_text("{}")
     (tmp_path / m.MANIFEST_NAME).write_text("ignored")
+    # bytecode a test or Triton's python backend left in the build is not part of the version
+    for cache in (tmp_path / "__pycache__", tmp_path / "sub" / "__pycache__"):
+        cache.mkdir()
+        (cache / "model.cpython-311.pyc").write_bytes(b"\x00")
     man = m.build_manifest("anomaly_detector", "2", str(tmp_path))
     assert [f["path"] for f in man["files"]] == ["model.onnx", "sub/x.json"]
     assert man["files"][0]["sha256"] == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
