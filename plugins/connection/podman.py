@@ -19,7 +19,7 @@ description:
     container's PID 1, with the container's environment) instead of going through C(podman exec), which
     starts the OCI runtime's exec (0.1-0.2 s per call with runc). Same container, filesystem and systemd;
     the process runs with the controller's root capabilities and cgroup, as over SSH as root. A no-change
-    C(site.yml) on the 3-host lab takes about 70 s with C(podman exec) and about 50 s with C(nsenter)
+    C(site.yml) on the 3-host lab took 64.6 s with C(podman exec) and 47.2 s with C(nsenter)
     (docs/benchmarks.md). The lab inventory uses it; it needs root on the controller and no O(remote_user).
 version_added: "1.1.0"
 author:
