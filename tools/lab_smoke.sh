@@ -18,5 +18,7 @@ left=$(podman ps -a --filter label=aiops.lab=1 --format '{{.Names}}')
 ! podman network exists aiops-lab || { echo "network aiops-lab left" >&2; exit 1; }
 ! pgrep -f "moto_server -H 10.89.77.1|http.server --bind 10.89.77.1" || { echo "lab services left running" >&2; exit 1; }
 ! grep -q " $(podman info --format '{{.Store.GraphRoot}}')/overlay/.*/merged" /proc/mounts || { echo "container mounts left" >&2; exit 1; }
-[ ! -e inventories/lab/hosts.yml ] && [ ! -e lab/.state ]
+# one test per line: under set -e only the last command of an && list fails the script
+[ ! -e inventories/lab/hosts.yml ] || { echo "inventories/lab/hosts.yml left after lab down" >&2; exit 1; }
+[ ! -e lab/.state ] || { echo "lab/.state left after lab down" >&2; exit 1; }
 echo "lab smoke: 2 hosts up, pinged, torn down, nothing left"
