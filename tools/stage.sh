@@ -1,18 +1,66 @@
 #!/usr/bin/env bash
 # stage.sh NAME CMD...: run one test stage, keep its log, print a one-line summary, fail loudly.
+# A skipped test is no pass: the stage fails when a test skipped without an entry in the skip allow-list
+# (tests/skip_allowlist.txt, or $STAGE_SKIP_ALLOWLIST) saying why, or when pytest reported more skips
+# than it listed reasons for (the reasons come from -rs/-ra, which pytest.ini's addopts turn on).
 set -uo pipefail
 name=$1; shift
+allowlist=${STAGE_SKIP_ALLOWLIST:-$(cd "$(dirname "$0")/.." && pwd)/tests/skip_allowlist.txt}
 mkdir -p build/logs
 log=build/logs/$name.log
 start=$(date +%s)
 "$@" >"$log" 2>&1
 rc=$?
 secs=$(( $(date +%s) - start ))
-if [ $rc -eq 0 ]; then
-  summary=$(grep -Eo '[0-9]+ passed[^=]*' "$log" | tail -1)
+
+# pytest's closing lines ("=== 5 passed, 2 skipped in 3.1s ===", or bare under -q), summed over every
+# pytest run in the stage (molecule runs one per scenario)
+totals=$(grep -E '^(=+ )?[0-9]+ [a-z]+.* in [0-9.]+s( \([0-9:]+\))?( =+)?$' "$log" \
+  | awk '{ for (i = 1; i < NF; i++) if ($(i + 1) ~ /^(passed|skipped)/) n[substr($(i + 1), 1, 6)] += $i }
+         END { printf "%d %d", n["passed"], n["skippe"] }')
+passed=${totals% *}
+skipped=${totals#* }
+summary=""
+if grep -qE '^(=+ )?[0-9]+ [a-z]+.* in [0-9.]+s( \([0-9:]+\))?( =+)?$' "$log"; then
+  summary="$passed passed, $skipped skipped"
+fi
+
+# "SKIPPED [N] path:line: reason" lines; each must contain an allow-list entry's text
+problem=""
+if [ "$skipped" -gt 0 ]; then
+  if [ ! -r "$allowlist" ]; then
+    problem="$skipped test(s) skipped and there is no skip allow-list $allowlist"
+  elif grep -vE '^[[:space:]]*(#|$)' "$allowlist" | grep -vqE '^.+[^[:space:]][[:space:]]+\|[[:space:]]+[^[:space:]].*$'; then
+    problem="$allowlist: every entry is 'TEXT OF THE SKIP LINE | why it may skip'"
+  else
+    listed=0
+    unexplained=""
+    while IFS= read -r line; do
+      count=$(sed -E 's/^SKIPPED \[([0-9]+)\].*/\1/' <<<"$line")
+      listed=$(( listed + count ))
+      allowed=no
+      while IFS= read -r entry; do
+        text=$(sed -E 's/[[:space:]]+\|[[:space:]]+.*$//' <<<"$entry")
+        if [[ "$line" == *"$text"* ]]; then allowed=yes; break; fi
+      done < <(grep -vE '^[[:space:]]*(#|$)' "$allowlist")
+      [ "$allowed" = yes ] || unexplained+="  $line"$'\n'
+    done < <(grep -E '^SKIPPED \[[0-9]+\] ' "$log")
+    if [ -n "$unexplained" ]; then
+      problem="skipped without an allow-list entry ($allowlist):"$'\n'"$unexplained"
+    elif [ "$listed" -ne "$skipped" ]; then
+      problem="$skipped test(s) skipped but $listed listed with a reason (run pytest with -rs)"
+    fi
+  fi
+fi
+
+if [ $rc -eq 0 ] && [ -z "$problem" ]; then
   printf 'STAGE %-22s PASS  %4ss  %s\n' "$name" "$secs" "$summary"
+elif [ $rc -eq 0 ]; then
+  printf 'STAGE %-22s FAIL  %4ss  %s (log: %s)\n' "$name" "$secs" "$summary" "$log"
+  printf '%s\n' "$problem"
+  exit 1
 else
-  printf 'STAGE %-22s FAIL  %4ss  (rc=%s, log: %s)\n' "$name" "$secs" "$rc" "$log"
+  printf 'STAGE %-22s FAIL  %4ss  %s (rc=%s, log: %s)\n' "$name" "$secs" "$summary" "$rc" "$log"
   echo "----- last 80 lines of $log -----"
   tail -n 80 "$log"
   exit $rc
