@@ -15,7 +15,7 @@ APT_PACKAGES := podman runc debootstrap uidmap slirp4netns iproute2 git make pyt
 STAGE := $(ROOT)/tools/stage.sh
 
 .PHONY: help setup system-packages venv collection-link lab lab-image lab-up lab-services lab-down lab-triton-image \
-        wheelhouse models publish-models site test unit lint sanity integration molecule bench clean
+        wheelhouse models publish-models site test unit lint sanity artifact test-installed integration molecule bench clean
 
 help:
 	@sed -n '2,4p' Makefile
@@ -34,7 +34,7 @@ system-packages:
 
 # The venv is rebuilt only when a requirements file changes.
 venv: $(VENV)/.installed
-$(VENV)/.installed: requirements/controller.txt requirements/models-build.txt roles/triton_server/files/requirements-native.txt roles/triton_server/files/requirements-python-models.txt requirements/monitoring.txt
+$(VENV)/.installed: requirements/controller.txt requirements/models-build.txt roles/triton_server/files/requirements-native.txt roles/triton_server/files/requirements-python-models.txt requirements/monitoring.txt requirements/release.txt
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check $(foreach f,$^,-r $(f))
 	python3 -m venv $(ROOT)/.venv-sanity
@@ -103,6 +103,7 @@ test: setup lab-services publish-models
 	$(STAGE) model-cards   $(PY) tools/check_model_cards.py
 	$(STAGE) lint          $(MAKE) --no-print-directory lint
 	$(STAGE) sanity        tools/sanity.sh
+	$(STAGE) artifact      tools/artifact_check.sh
 	$(STAGE) integration   env AIOPS_MODEL_BUILD=$(ROOT)/build pytest -q -p no:cacheprovider -m integration tests
 	$(STAGE) molecule      $(MAKE) --no-print-directory molecule
 	$(STAGE) lab-smoke     tools/lab_smoke.sh
@@ -117,6 +118,15 @@ lint:
 
 sanity:
 	tools/sanity.sh
+
+# The built artifact: galaxy-importer, installed into a clean path, every playbook by FQCN (a stage of `test`).
+artifact:
+	tools/artifact_check.sh
+
+# The same, then the lab's site.yml twice through the installed collection from outside the checkout:
+# the second run must report changed=0 (heavy: needs the lab hosts, `make lab-up publish-models`).
+test-installed: lab-up publish-models
+	tools/artifact_check.sh --lab
 
 integration: models
 	AIOPS_MODEL_BUILD=$(ROOT)/build pytest -q -m integration tests

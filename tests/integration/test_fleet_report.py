@@ -1,4 +1,4 @@
-"""playbooks/verify.yml and tools/fleet_report.py from a real run: a real Triton serving the built model set.
+"""playbooks/verify.yml and playbooks/files/fleet_report.py from a real run: a real Triton serving the built model set.
 
 Two inventory hosts (local connection) share one real Triton whose config.pbtxt files were rendered by
 triton_model_config from the canary's pins: the canary (fleet-a) matches, the wave host (fleet-b) pins

@@ -4,7 +4,7 @@ import importlib.util
 import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-spec = importlib.util.spec_from_file_location("fleet_report", os.path.join(ROOT, "tools", "fleet_report.py"))
+spec = importlib.util.spec_from_file_location("fleet_report", os.path.join(ROOT, "playbooks", "files", "fleet_report.py"))
 fleet_report = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(fleet_report)
 
