@@ -75,6 +75,9 @@ options:
       - name: ANSIBLE_PODMAN_EXTRA_ARGS
 notes:
   - The controller must run podman with access to the container (root, or the rootless user that owns it).
+  - With O(exec_method=nsenter) a container that restarted (a reboot inside it brought back by podman's restart
+    policy) is entered at its new PID 1; C(ansible.builtin.reboot) works (set its C(boot_time_command): a
+    container shares the kernel's boot id).
 """
 
 EXAMPLES = r"""
@@ -133,6 +136,10 @@ class Connection(ConnectionBase):
 
     def _nsenter_target(self):
         """The container's PID 1 on this machine and its environment (what podman exec would set)."""
+        # A container that restarted (a reboot inside it, podman's restart policy) has a new PID 1: the
+        # cached one is gone, so read it again (ansible.builtin.reboot also calls reset() between tries).
+        if self._target is not None and not os.path.exists("/proc/%d/ns" % self._target[0]):
+            self._target = None
         if self._target is None:
             name = self.get_option("remote_addr")
             if self.get_option("remote_user"):
@@ -195,6 +202,10 @@ class Connection(ConnectionBase):
                                % (in_path, self.get_option("remote_addr"), to_native(stderr).strip()))
         with open(to_bytes(out_path, errors="surrogate_or_strict"), "wb") as handle:
             handle.write(stdout)
+
+    def reset(self):
+        """Forget the container's PID and environment; the next command reads them again."""
+        self._target = None
 
     def close(self):
         super(Connection, self).close()

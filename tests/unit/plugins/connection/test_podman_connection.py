@@ -94,3 +94,35 @@ def test_nsenter_refuses_a_remote_user(tmp_path):
     assert proc.returncode != 0
     assert "exec_method nsenter runs commands as root in box; unset remote_user" in proc.stdout + proc.stderr
     assert log == "", "nothing may run before the refusal"
+
+
+def _dead_pid():
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def test_nsenter_reads_the_pid_again_after_the_container_restarted(monkeypatch):
+    """A reboot inside a lab host restarts its container (podman's restart policy): new PID 1. The cached
+    PID is gone, so the next command (ansible.builtin.reboot's boot-id probe, a retry) inspects again."""
+    from ansible.playbook.play_context import PlayContext
+    from ansible_collections.aiops.triton.plugins.connection.podman import Connection
+
+    conn = Connection(PlayContext(), None)
+    options = {"remote_addr": "box", "exec_method": "nsenter", "remote_user": None}
+    monkeypatch.setattr(conn, "get_option", options.get)
+    answers = [_dead_pid(), os.getpid(), os.getpid()]
+    inspected = []
+
+    def fake_run(argv, in_data=None):
+        inspected.append(argv)
+        return 0, ("%d [\"PATH=/usr/bin\"]" % answers[len(inspected) - 1]).encode(), b""
+
+    monkeypatch.setattr(conn, "_run", fake_run)
+    monkeypatch.setattr(conn, "_podman_argv", lambda args: ["podman"] + list(args))
+    assert conn._nsenter_target()[0] == answers[0]
+    assert conn._nsenter_target()[0] == os.getpid(), "a PID that no longer exists must be read again"
+    assert conn._nsenter_target()[0] == os.getpid() and len(inspected) == 2, "a live PID is read once per connection"
+    conn.reset()
+    conn._nsenter_target()
+    assert len(inspected) == 3, "reset() (ansible.builtin.reboot between tries) forgets the PID"
