@@ -407,8 +407,9 @@ def start_host(name, os_name):
         return False
     podman("rm", "-f", name, check=False)
     # CAP_SYS_ADMIN as a real host's root has it: triton_server remounts /proc hidepid=invisible.
+    # --restart=always: a reboot inside the host ends its systemd; podman boots it again (playbooks/reboot.yml).
     podman("run", "-d", "--name", name, "--hostname", name, "--label", LABEL, "--label", "aiops.lab.host=1",
-           "--network", NETWORK, "--systemd=always", "--tmpfs", "/tmp", "--tmpfs", "/run", *HOST_CAPS,
+           "--restart=always", "--network", NETWORK, "--systemd=always", "--tmpfs", "/tmp", "--tmpfs", "/run", *HOST_CAPS,
            IMAGE.format(os=os_name), "/sbin/init")
     return True
 
