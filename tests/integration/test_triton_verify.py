@@ -113,10 +113,10 @@ RECORDINGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fix
 DOUBLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "doubles", "nvidia-smi.double")
 
 
-def nvidia_smi_double(monkeypatch, directory, pids=None, query="recorded_h100x2_535.csv", rc=0):
-    """Put the nvidia-smi double (tests/doubles) first on PATH, replaying a 2x H100 host's recordings with the
-    compute apps of Triton serving on GPU 0, their recorded PIDs (tritonserver, its stub) replaced by ``pids``."""
-    with open(os.path.join(RECORDINGS, "recorded_compute_apps_h100_onnx_on_gpu0.csv")) as handle:
+def nvidia_smi_double(monkeypatch, directory, pids=None, query="written_h100x2_535.csv", rc=0):
+    """Put the nvidia-smi double (tests/doubles) first on PATH, replaying a 2x H100 host's written outputs with the
+    compute apps of Triton serving on GPU 0, their PIDs (tritonserver, its stub) replaced by ``pids``."""
+    with open(os.path.join(RECORDINGS, "written_compute_apps_h100_onnx_on_gpu0.csv")) as handle:
         rows = [line.split(", ", 1) for line in handle.read().splitlines()]
     recorded = sorted(set(int(pid) for pid, _rest in rows))
     mapping = dict(zip(recorded, pids or recorded))
@@ -148,7 +148,7 @@ def test_require_gpu_fails_when_triton_is_not_on_a_gpu(server, tmp_path, monkeyp
 
 
 def test_require_gpu_with_a_broken_driver_fails_with_what_nvidia_smi_said(server, tmp_path, monkeypatch):
-    nvidia_smi_double(monkeypatch, tmp_path, query="recorded_no_driver.txt", rc=9)
+    nvidia_smi_double(monkeypatch, tmp_path, query="written_no_driver.txt", rc=9)
     result = verify(server, [{"name": "add_sub"}], require_gpu=True, model_repository=server.repository)
     assert result["failed"] is True
     assert result["msg"].startswith("require_gpu: ")

@@ -42,7 +42,7 @@ def gpu_info(monkeypatch, tmp_path, capsys):
         monkeypatch.setattr(smi, "PCI_DEVICES_PATH", sysfs_from_recording(str(tmp_path / "pci"), pci))
         monkeypatch.setattr(smi, "PROC_VERSION_PATH", str(tmp_path / "absent"))
         monkeypatch.setenv("NVIDIA_SMI_DOUBLE_QUERY", os.path.join(RECORDINGS, query))
-        monkeypatch.setenv("NVIDIA_SMI_DOUBLE_BANNER", os.path.join(RECORDINGS, "recorded_h100x8_535.banner.txt"))
+        monkeypatch.setenv("NVIDIA_SMI_DOUBLE_BANNER", os.path.join(RECORDINGS, "written_h100x8_535.banner.txt"))
         monkeypatch.setenv("NVIDIA_SMI_DOUBLE_RC", str(rc))
         with patch_module_args({"nvidia_smi_path": DOUBLE}):
             with pytest.raises(SystemExit):
@@ -72,7 +72,7 @@ SERVER_ASSERT = ("triton_server", "Assert the NVIDIA driver answers where the PC
 
 
 def test_broken_driver_fails_triton_models_preflight_naming_host_and_nvidia_smi(gpu_info, tmp_path):
-    result = gpu_info("recorded_sysfs_pci_h100x2.txt", "recorded_no_driver.txt", 9)
+    result = gpu_info("written_sysfs_pci_h100x2.txt", "written_no_driver.txt", 9)
     assert result["host_kind"] == "broken"
     proc = run_task(tmp_path, *MODELS_ASSERT, variables={"__triton_models_gpu": result})
     assert proc.returncode == 2, proc.stdout
@@ -82,7 +82,7 @@ def test_broken_driver_fails_triton_models_preflight_naming_host_and_nvidia_smi(
 
 
 def test_broken_driver_fails_triton_server_preflight_unless_cpu_is_chosen(gpu_info, tmp_path):
-    result = gpu_info("recorded_sysfs_pci_h100x2.txt", "recorded_no_driver.txt", 9)
+    result = gpu_info("written_sysfs_pci_h100x2.txt", "written_no_driver.txt", 9)
     proc = run_task(tmp_path, *SERVER_ASSERT, variables={"__triton_server_gpu": result, "triton_server_install_method": "native",
                                                          "triton_server_native_device": "auto"})
     assert proc.returncode == 2, proc.stdout
@@ -94,8 +94,8 @@ def test_broken_driver_fails_triton_server_preflight_unless_cpu_is_chosen(gpu_in
 
 
 @pytest.mark.parametrize("pci,query,rc,kind", [
-    ("recorded_sysfs_pci_cpu_only.txt", "recorded_no_driver.txt", 9, "cpu"),  # no NVIDIA device at all
-    ("recorded_sysfs_pci_h100x2.txt", "recorded_h100x8_535.csv", 0, "gpu"),
+    ("written_sysfs_pci_cpu_only.txt", "written_no_driver.txt", 9, "cpu"),  # no NVIDIA device at all
+    ("written_sysfs_pci_h100x2.txt", "written_h100x8_535.csv", 0, "gpu"),
 ])
 def test_cpu_and_gpu_hosts_pass(gpu_info, tmp_path, pci, query, rc, kind):
     result = gpu_info(pci, query, rc)

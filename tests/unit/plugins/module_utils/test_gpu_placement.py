@@ -1,10 +1,13 @@
-"""GPU placement (triton_verify's require_gpu) judged from recorded nvidia-smi outputs.
+"""GPU placement (triton_verify's require_gpu) judged on written nvidia-smi outputs and Triton logs.
 
-Recordings (tests/fixtures/nvidia_smi/ and triton_log/, test doubles): the GPUs of a 2x H100 host, the
-compute apps nvidia-smi lists when Triton serves the ONNX model on GPU 0 (tritonserver's memory pool on every
-GPU plus the backend stub on GPU 0) or with the model on CPU (only the pool), and the placement lines the
-onnxruntime backend logged. The process tree nvidia-smi's PIDs belong to is given per test (no GPU and no
-such processes on this machine).
+Proven here: the judgement, on text in the tools' formats (tests/fixtures/nvidia_smi/ and triton_log/, test
+doubles written to match them, not captured: there is no GPU here; test_fixture_formats.py checks them
+against the real nvidia-smi binary's field names and the real onnxruntime backend's log line): the GPUs of a
+2x H100 host, the compute apps nvidia-smi lists when Triton serves the ONNX model on GPU 0 (tritonserver's
+memory pool on every GPU plus the backend stub on GPU 0) or with the model on CPU (only the pool), and the
+placement lines the onnxruntime backend logs. The only passing case runs on written text: that a real GPU
+host passes is proven by tools/gpu_check.sh on one. The process tree nvidia-smi's PIDs belong to is given
+per test (no GPU and no such processes on this machine).
 """
 
 import os
@@ -26,7 +29,7 @@ def recording(name):
         return handle.read()
 
 
-def gpu_state(apps_recording, gpus_recording="recorded_h100x2_535.csv"):
+def gpu_state(apps_recording, gpus_recording="written_h100x2_535.csv"):
     return {"gpus": smi.parse_query_gpu(recording(gpus_recording)),
             "apps": smi.parse_compute_apps(recording(apps_recording))}
 
@@ -56,8 +59,8 @@ def process_tree(monkeypatch):
 
 def test_gpu_present_and_used_passes():
     client = Client([{"kind": "KIND_GPU", "count": 2, "gpus": [0]}])
-    result, failures = tv.check_gpu(client, "anomaly_detector", gpu_state("recorded_compute_apps_h100_onnx_on_gpu0.csv"),
-                                    placements("recorded_placement_h100_gpu0.log"), [3])
+    result, failures = tv.check_gpu(client, "anomaly_detector", gpu_state("written_compute_apps_h100_onnx_on_gpu0.csv"),
+                                    placements("written_placement_h100_gpu0.log"), [3])
     assert failures == []
     assert result["passed"] is True
     assert result["expected_gpus"] == [0]
@@ -72,7 +75,7 @@ def test_gpu_present_and_used_passes():
 def test_gpu_present_but_model_on_cpu_fails():
     # onnxruntime fell back to CPU (as on this machine, whose real log is the recording): only tritonserver's pool is on the GPUs.
     client = Client([{"kind": "KIND_GPU", "count": 2, "gpus": [0]}])
-    result, failures = tv.check_gpu(client, "anomaly_detector", gpu_state("recorded_compute_apps_h100_triton_pool_only.csv"),
+    result, failures = tv.check_gpu(client, "anomaly_detector", gpu_state("written_compute_apps_h100_triton_pool_only.csv"),
                                     placements("recorded_placement_cpu_fallback.log"), [2])
     assert result["passed"] is False
     assert failures == ["version 2 instance anomaly_detector_0_%d runs on CPUExecutionProvider (device -1), not on CUDA GPU 0: "
@@ -83,8 +86,8 @@ def test_gpu_present_but_model_on_cpu_fails():
 
 def test_model_on_another_gpu_than_its_group_lists_fails():
     client = Client([{"kind": "KIND_GPU", "count": 1, "gpus": [1]}])
-    _result, failures = tv.check_gpu(client, "anomaly_detector", gpu_state("recorded_compute_apps_h100_onnx_on_gpu0.csv"),
-                                     placements("recorded_placement_h100_gpu0.log"), [3])
+    _result, failures = tv.check_gpu(client, "anomaly_detector", gpu_state("written_compute_apps_h100_onnx_on_gpu0.csv"),
+                                     placements("written_placement_h100_gpu0.log"), [3])
     assert [f.split(":")[0] for f in failures] == [
         "version 3 instance anomaly_detector_0_0 runs on CUDAExecutionProvider (device 0), not on CUDA GPU 1",
         "version 3 instance anomaly_detector_0_1 runs on CUDAExecutionProvider (device 0), not on CUDA GPU 1"]
@@ -92,13 +95,13 @@ def test_model_on_another_gpu_than_its_group_lists_fails():
 
 def test_kind_cpu_groups_fail_even_with_triton_on_the_gpu():
     client = Client([{"kind": "KIND_CPU", "count": 2}])
-    result, failures = tv.check_gpu(client, "m", gpu_state("recorded_compute_apps_h100_onnx_on_gpu0.csv"), None, [1])
+    result, failures = tv.check_gpu(client, "m", gpu_state("written_compute_apps_h100_onnx_on_gpu0.csv"), None, [1])
     assert len(failures) == 1 and failures[0].startswith("instance_group kinds are ['KIND_CPU'], not KIND_GPU")
     assert result["execution_providers"] is None  # a backend that logs nothing is judged by the process check alone
 
 
 def test_no_triton_process_on_any_gpu_fails():
-    _result, failures = tv.check_gpu(Client([{"kind": "KIND_GPU"}]), "m", gpu_state("recorded_compute_apps_none.txt"))
+    _result, failures = tv.check_gpu(Client([{"kind": "KIND_GPU"}]), "m", gpu_state("written_compute_apps_none.txt"))
     assert failures == ["no Triton process holds a GPU context (nvidia-smi compute apps: none): check that the service gets "
                         "the GPU (DeviceAllow= for native, CDI/--gpus for containers) and the backend uses CUDA"]
 
@@ -106,14 +109,14 @@ def test_no_triton_process_on_any_gpu_fails():
 def test_groups_without_gpus_must_use_every_gpu():
     # 8 GPUs, Triton only on 0 and 1 (CUDA_VISIBLE_DEVICES): a KIND_GPU group that lists no GPUs runs on all eight.
     client = Client([{"kind": "KIND_GPU"}])
-    assert tv.check_gpu(client, "m", gpu_state("recorded_compute_apps_h100_onnx_on_gpu0.csv"))[1] == []
-    result, failures = tv.check_gpu(client, "m", gpu_state("recorded_compute_apps_h100_onnx_on_gpu0.csv", "recorded_h100x8_535.csv"))
+    assert tv.check_gpu(client, "m", gpu_state("written_compute_apps_h100_onnx_on_gpu0.csv"))[1] == []
+    result, failures = tv.check_gpu(client, "m", gpu_state("written_compute_apps_h100_onnx_on_gpu0.csv", "written_h100x8_535.csv"))
     assert result["expected_gpus"] == list(range(8))
     assert failures == ["no Triton process uses memory on GPU 2, 3, 4, 5, 6, 7, where the instances must run (Triton uses GPU 0, 1)"]
 
 
 def test_unreadable_config_is_a_failure():
-    _result, failures = tv.check_gpu(Client(None), "m", gpu_state("recorded_compute_apps_h100_onnx_on_gpu0.csv"))
+    _result, failures = tv.check_gpu(Client(None), "m", gpu_state("written_compute_apps_h100_onnx_on_gpu0.csv"))
     assert failures[0] == "cannot read the model configuration to check GPU placement: connection refused"
 
 

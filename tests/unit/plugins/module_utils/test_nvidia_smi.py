@@ -13,7 +13,7 @@ def recording(name):
 
 
 def test_h100x8_every_field():
-    gpus = smi.parse_query_gpu(recording("recorded_h100x8_535.csv"))
+    gpus = smi.parse_query_gpu(recording("written_h100x8_535.csv"))
     assert [g["index"] for g in gpus] == list(range(8))
     first = gpus[0]
     assert first["uuid"].startswith("GPU-") and len(first["uuid"]) == 40
@@ -30,24 +30,24 @@ def test_h100x8_every_field():
 
 
 def test_mig_and_ecc_counters():
-    gpus = smi.parse_query_gpu(recording("recorded_a100x2_mig_535.csv"))
+    gpus = smi.parse_query_gpu(recording("written_a100x2_mig_535.csv"))
     assert [g["mig_mode"] for g in gpus] == ["enabled", "disabled"]
     assert gpus[1]["ecc_errors_corrected_volatile"] == 12
     assert gpus[1]["ecc_errors_uncorrected_aggregate"] == 2
 
 
 def test_not_available_fields_become_none():
-    t4 = smi.parse_query_gpu(recording("recorded_t4_535_nopersist.csv"))[0]
+    t4 = smi.parse_query_gpu(recording("written_t4_535_nopersist.csv"))[0]
     assert t4["persistence_mode"] is False
     assert t4["mig_mode"] is None
-    geforce = smi.parse_query_gpu(recording("recorded_rtx3090_noecc_535.csv"))[0]
+    geforce = smi.parse_query_gpu(recording("written_rtx3090_noecc_535.csv"))[0]
     assert geforce["ecc_mode"] is None
     assert geforce["ecc_errors_uncorrected_volatile"] is None
     assert geforce["memory_used_mib"] == 312
 
 
 def test_headerless_output_uses_query_order():
-    h200 = smi.parse_query_gpu(recording("recorded_h200_550_noheader.csv"))
+    h200 = smi.parse_query_gpu(recording("written_h200_550_noheader.csv"))
     assert len(h200) == 1
     assert h200[0]["name"] == "NVIDIA H200"
     assert h200[0]["memory_total_mib"] == 143771
@@ -63,7 +63,7 @@ def test_header_maps_reordered_columns_and_units():
 
 def test_rejects_driver_error_text():
     with pytest.raises(smi.NvidiaSmiError, match="columns"):
-        smi.parse_query_gpu(recording("recorded_no_driver.txt"))
+        smi.parse_query_gpu(recording("written_no_driver.txt"))
 
 
 def test_rejects_non_integer():
@@ -77,8 +77,8 @@ def test_empty_output_is_no_gpus():
 
 
 @pytest.mark.parametrize("rc,name,expected", [
-    (9, "recorded_no_driver.txt", "no_driver"),
-    (6, "recorded_no_devices.txt", "no_devices"),
+    (9, "written_no_driver.txt", "no_driver"),
+    (6, "written_no_devices.txt", "no_devices"),
     (2, None, None),
 ])
 def test_classify_failure(rc, name, expected):
@@ -87,19 +87,19 @@ def test_classify_failure(rc, name, expected):
 
 
 def test_cuda_version_from_banner_and_q():
-    assert smi.parse_cuda_version(recording("recorded_h100x8_535.banner.txt")) == "12.2"
-    assert smi.parse_cuda_version(recording("recorded_q_h200_550.txt")) == "12.4"
+    assert smi.parse_cuda_version(recording("written_h100x8_535.banner.txt")) == "12.2"
+    assert smi.parse_cuda_version(recording("written_q_h200_550.txt")) == "12.4"
     assert smi.parse_cuda_version("no banner") is None
 
 
 def test_proc_version_flavours():
-    assert smi.parse_proc_version(recording("recorded_proc_version_proprietary_535.txt")) == {"version": "535.154.05", "flavor": "proprietary"}
-    assert smi.parse_proc_version(recording("recorded_proc_version_open_535.txt")) == {"version": "535.154.05", "flavor": "open"}
+    assert smi.parse_proc_version(recording("written_proc_version_proprietary_535.txt")) == {"version": "535.154.05", "flavor": "proprietary"}
+    assert smi.parse_proc_version(recording("written_proc_version_open_535.txt")) == {"version": "535.154.05", "flavor": "open"}
     assert smi.parse_proc_version("") is None
 
 
 def test_fabricmanager_version():
-    assert smi.parse_fabricmanager_version(recording("recorded_fabricmanager_version_535.txt")) == "535.154.05"
+    assert smi.parse_fabricmanager_version(recording("written_fabricmanager_version_535.txt")) == "535.154.05"
     assert smi.parse_fabricmanager_version("nv-fabricmanager: command not found") is None
 
 
@@ -144,15 +144,15 @@ def test_version_matches(actual, wanted, result):
 
 
 def test_consistent_h100_host_has_no_problems():
-    gpus = smi.parse_query_gpu(recording("recorded_h100x8_535.csv"))
-    module = smi.parse_proc_version(recording("recorded_proc_version_proprietary_535.txt"))
-    fm = smi.parse_fabricmanager_version(recording("recorded_fabricmanager_version_535.txt"))
+    gpus = smi.parse_query_gpu(recording("written_h100x8_535.csv"))
+    module = smi.parse_proc_version(recording("written_proc_version_proprietary_535.txt"))
+    fm = smi.parse_fabricmanager_version(recording("written_fabricmanager_version_535.txt"))
     assert smi.check_consistency(gpus, module, "535.154.05", 8, fm) == []
 
 
 def test_consistency_reports_every_mismatch():
-    gpus = smi.parse_query_gpu(recording("recorded_a100x2_mig_535.csv"))  # driver 535.183.01, 2 GPUs
-    module = smi.parse_proc_version(recording("recorded_proc_version_open_535.txt"))  # 535.154.05
+    gpus = smi.parse_query_gpu(recording("written_a100x2_mig_535.csv"))  # driver 535.183.01, 2 GPUs
+    module = smi.parse_proc_version(recording("written_proc_version_open_535.txt"))  # 535.154.05
     problems = smi.check_consistency(gpus, module, "535.183.01", 8, "535.154.05")
     assert problems == [
         "expected 8 GPUs, nvidia-smi lists 2",
@@ -164,11 +164,11 @@ def test_consistency_reports_every_mismatch():
 
 
 def test_consistency_branch_pin_and_mixed_versions():
-    gpus = smi.parse_query_gpu(recording("recorded_h100x8_535.csv"))
+    gpus = smi.parse_query_gpu(recording("written_h100x8_535.csv"))
     gpus[3]["driver_version"] = "550.90.07"
     problems = smi.check_consistency(gpus, expected_driver_version="535")
     assert problems[0] == "nvidia-smi reports several driver versions: 535.154.05, 550.90.07"
-    assert smi.check_consistency(smi.parse_query_gpu(recording("recorded_h100x8_535.csv")), expected_driver_version="550") == [
+    assert smi.check_consistency(smi.parse_query_gpu(recording("written_h100x8_535.csv")), expected_driver_version="550") == [
         "nvidia-smi driver 535.154.05 does not match pinned 550",
     ]
 
@@ -176,11 +176,11 @@ def test_consistency_branch_pin_and_mixed_versions():
 def test_compute_apps_command_and_parse():
     assert smi.compute_apps_command("/usr/bin/nvidia-smi") == [
         "/usr/bin/nvidia-smi", "--query-compute-apps=pid,process_name,used_memory,gpu_uuid", "--format=csv,noheader,nounits"]
-    apps = smi.parse_compute_apps(recording("recorded_compute_apps_h100_onnx_on_gpu0.csv"))
+    apps = smi.parse_compute_apps(recording("written_compute_apps_h100_onnx_on_gpu0.csv"))
     assert [(a["pid"], a["used_memory_mib"]) for a in apps] == [(48213, 616), (48213, 616), (48391, 1094)]
     assert apps[2]["process_name"] == "/opt/tritonserver/backends/python/triton_python_backend_stub"
-    assert apps[2]["gpu_uuid"] == smi.parse_query_gpu(recording("recorded_h100x2_535.csv"))[0]["uuid"]
-    assert smi.parse_compute_apps(recording("recorded_compute_apps_none.txt")) == []
+    assert apps[2]["gpu_uuid"] == smi.parse_query_gpu(recording("written_h100x2_535.csv"))[0]["uuid"]
+    assert smi.parse_compute_apps(recording("written_compute_apps_none.txt")) == []
     assert smi.parse_compute_apps("") == []
     # MIG: nvidia-smi cannot attribute memory per process
     assert smi.parse_compute_apps("77, python3, [N/A], GPU-x\n")[0]["used_memory_mib"] is None
@@ -196,10 +196,10 @@ def sysfs_from_recording(root, name):
     return str(root)
 
 
-def test_scan_pci_on_recorded_hosts(tmp_path):
-    assert smi.scan_pci(sysfs_from_recording(tmp_path / "h100", "recorded_sysfs_pci_h100x2.txt")) == {
+def test_scan_pci_on_written_hosts(tmp_path):
+    assert smi.scan_pci(sysfs_from_recording(tmp_path / "h100", "written_sysfs_pci_h100x2.txt")) == {
         "gpus": ["0000:1b:00.0", "0000:43:00.0"], "nvswitches": []}  # the ASPEED BMC VGA (0x1a03) is not NVIDIA
-    assert smi.scan_pci(sysfs_from_recording(tmp_path / "cpu", "recorded_sysfs_pci_cpu_only.txt")) == {"gpus": [], "nvswitches": []}
+    assert smi.scan_pci(sysfs_from_recording(tmp_path / "cpu", "written_sysfs_pci_cpu_only.txt")) == {"gpus": [], "nvswitches": []}
 
 
 @pytest.mark.parametrize("gpu_count,pci_gpus,kind", [

@@ -29,7 +29,7 @@ def host(monkeypatch, tmp_path):
     monkeypatch.setattr(smi, "PCI_DEVICES_PATH", str(tmp_path / "pci"))
     monkeypatch.setenv("NVIDIA_SMI_DOUBLE_LOG", str(tmp_path / "calls.log"))
 
-    def configure(query, banner="recorded_h100x8_535.banner.txt", rc=0, proc_version=None):
+    def configure(query, banner="written_h100x8_535.banner.txt", rc=0, proc_version=None):
         monkeypatch.setenv("NVIDIA_SMI_DOUBLE_QUERY", os.path.join(RECORDINGS, query))
         monkeypatch.setenv("NVIDIA_SMI_DOUBLE_BANNER", os.path.join(RECORDINGS, banner))
         monkeypatch.setenv("NVIDIA_SMI_DOUBLE_RC", str(rc))
@@ -42,7 +42,7 @@ def host(monkeypatch, tmp_path):
 
 
 def test_h100_host_reports_gpus_and_versions(capsys, host):
-    tmp = host("recorded_h100x8_535.csv", proc_version="recorded_proc_version_proprietary_535.txt")
+    tmp = host("written_h100x8_535.csv", proc_version="written_proc_version_proprietary_535.txt")
     result = run_module(capsys, nvidia_smi_path=DOUBLE, expected_driver_version="535.154.05", expected_gpu_count=8)
     assert result["changed"] is False
     assert result["status"] == "ok"
@@ -59,7 +59,7 @@ def test_h100_host_reports_gpus_and_versions(capsys, host):
 
 
 def test_mismatches_are_reported_not_failed(capsys, host):
-    host("recorded_a100x2_mig_535.csv", proc_version="recorded_proc_version_open_535.txt")
+    host("written_a100x2_mig_535.csv", proc_version="written_proc_version_open_535.txt")
     result = run_module(capsys, nvidia_smi_path=DOUBLE, expected_driver_version="535.183.01", expected_gpu_count=2)
     assert "failed" not in result
     assert result["gpus"][0]["mig_mode"] == "enabled"
@@ -70,7 +70,7 @@ def test_mismatches_are_reported_not_failed(capsys, host):
 
 
 def test_fabricmanager_version_is_compared(capsys, host, monkeypatch):
-    tmp = host("recorded_h100x8_535.csv", proc_version="recorded_proc_version_proprietary_535.txt")
+    tmp = host("written_h100x8_535.csv", proc_version="written_proc_version_proprietary_535.txt")
     bindir = tmp / "bin"
     bindir.mkdir()
     fm = bindir / "nv-fabricmanager"
@@ -86,8 +86,8 @@ def test_fabricmanager_version_is_compared(capsys, host, monkeypatch):
 
 
 @pytest.mark.parametrize("recording,rc,status", [
-    ("recorded_no_driver.txt", 9, "no_driver"),
-    ("recorded_no_devices.txt", 6, "no_devices"),
+    ("written_no_driver.txt", 9, "no_driver"),
+    ("written_no_devices.txt", 6, "no_devices"),
 ])
 def test_no_driver_or_no_gpu_is_an_empty_list(capsys, host, recording, rc, status):
     tmp = host(recording, rc=rc)
@@ -110,7 +110,7 @@ def test_no_driver_or_no_gpu_is_an_empty_list(capsys, host, recording, rc, statu
 
 
 def test_not_installed(capsys, host, monkeypatch, tmp_path):
-    host("recorded_no_driver.txt")
+    host("written_no_driver.txt")
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setattr(nvidia_gpu_info.AnsibleModule, "get_bin_path", lambda self, name, required=False, opt_dirs=None: None)
     result = run_module(capsys)
@@ -121,7 +121,7 @@ def test_not_installed(capsys, host, monkeypatch, tmp_path):
 
 
 def test_unexpected_error_fails_with_its_text(capsys, host):
-    host("recorded_no_devices.txt")
+    host("written_no_devices.txt")
     result = run_module(capsys, nvidia_smi_path="/bin/false")
     assert result["failed"] is True
     assert result["msg"].startswith("cannot read nvidia-smi output: /bin/false failed with rc 1")
