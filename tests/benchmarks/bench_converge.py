@@ -8,7 +8,7 @@ lab-1..N` for each N, interleaved over the rounds (1, 3, 6, 6, 3, 1, ...) so loa
 the machine falls on every size alike. Each measured run must end with changed=0 and failed=0 on
 every host. Reports the median wall time per size, the time per host, and the ratio of per-host time
 at the largest size to the middle one (target <= 1.3: forks do the parallel work), with the load
-average around the run. The lab enters its hosts with nsenter (exec_method nsenter of aiops.triton.podman);
+average around the run. The lab enters its hosts with nsenter (exec_method nsenter of the lab's lab_podman);
 the sizes named by --podman-exec are measured in the same rounds through `podman exec` as well, so the
 transport's share is a ratio from one run. Prints a markdown table for docs/benchmarks.md and writes
 build/bench_converge.json. Exits 1 when a measured run changed something or failed.

@@ -6,9 +6,11 @@ from __future__ import (absolute_import, division, print_function)
 
 __metaclass__ = type
 
+# The lab's transport, not part of the collection: the lab's ansible.cfg puts lab/plugins/connection on
+# the connection plugin path, so the lab inventory names it `lab_podman`.
 DOCUMENTATION = r"""
-name: podman
-short_description: Run tasks in a running podman container, with pipelining
+name: lab_podman
+short_description: Run tasks in a running podman container, with pipelining (the lab's transport)
 description:
   - Runs commands in an existing podman container with C(podman exec) and copies files through the same
     command's standard input, so nothing is mounted and no extra tool is needed in the container.
@@ -21,7 +23,6 @@ description:
     the process runs with the controller's root capabilities and cgroup, as over SSH as root. A no-change
     C(site.yml) on the 3-host lab took 64.6 s with C(podman exec) and 47.2 s with C(nsenter)
     (docs/benchmarks.md). The lab inventory uses it; it needs root on the controller and no O(remote_user).
-version_added: "1.1.0"
 author:
   - aiops.triton contributors (@aiops)
 extends_documentation_fragment:
@@ -76,7 +77,7 @@ options:
 notes:
   - The controller must run podman with access to the container (root, or the rootless user that owns it).
   - With O(exec_method=nsenter) a container that restarted (a reboot inside it brought back by podman's restart
-    policy) is entered at its new PID 1; C(ansible.builtin.reboot) works (set its C(boot_time_command): a
+    policy) is entered at its new PID 1; C(ansible.builtin.reboot) works (set its C(boot_time_command); a
     container shares the kernel's boot id).
 """
 
@@ -86,7 +87,7 @@ EXAMPLES = r"""
 #   hosts:
 #     lab-1:
 #   vars:
-#     ansible_connection: aiops.triton.podman
+#     ansible_connection: lab_podman   # lab/plugins/connection on the connection plugin path
 #     ansible_pipelining: true
 #     ansible_podman_exec_method: nsenter   # root controller: no OCI runtime exec per task
 """
@@ -108,7 +109,7 @@ display = Display()
 class Connection(ConnectionBase):
     """Each command is one ``podman exec`` (or one ``nsenter``); nothing persistent to open or close."""
 
-    transport = "aiops.triton.podman"
+    transport = "lab_podman"
     has_pipelining = True
 
     def __init__(self, *args, **kwargs):

@@ -103,10 +103,13 @@ def overlay(inventory, workdir, pins):
         if name != "group_vars":
             with open(os.path.realpath(os.path.join(os.path.dirname(inventory), name))) as handle:
                 text = handle.read()
-            # the collection's pipelining podman connection (as the lab uses): one exec per task
-            text = text.replace("ansible_connection: podman\n", "ansible_connection: aiops.triton.podman\n      ansible_pipelining: true\n")
+            # the lab's pipelining podman connection (lab/plugins/connection, as the lab uses): one exec per task
+            text = text.replace("ansible_connection: podman\n", "ansible_connection: lab_podman\n      ansible_pipelining: true\n")
             with open(os.path.join(dest, name), "w") as handle:
                 handle.write(text)
+    # molecule's ANSIBLE_CONFIG (inherited by the rollouts) does not name the lab's plugin path
+    os.environ["ANSIBLE_CONNECTION_PLUGINS"] = ":".join(
+        filter(None, [os.path.join(ROOT, "lab", "plugins", "connection"), os.environ.get("ANSIBLE_CONNECTION_PLUGINS")]))
     os.symlink(os.path.realpath(os.path.join(SCENARIO, "group_vars", "triton_servers")),
                os.path.join(dest, "group_vars", "triton_servers"))
     for group, entries in pins.items():

@@ -1,4 +1,4 @@
-"""aiops.triton.podman connection, both exec methods, driven by ansible-playbook.
+"""The lab's lab_podman connection (lab/plugins/connection), both exec methods, driven by ansible-playbook.
 
 No container is needed: a stand-in ``podman`` (a test double, written below) answers ``inspect`` with
 the test's own PID and a made-up container environment, and runs ``exec`` locally. With
@@ -7,6 +7,7 @@ here); what the test checks is what the plugin controls: the environment is the 
 working directory is the target's, stdin reaches pipelined modules and copied files, and the errors.
 """
 
+import importlib.util
 import json
 import os
 import stat
@@ -15,7 +16,8 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+PLUGIN_DIR = os.path.join(ROOT, "lab", "plugins", "connection")
 FAKE_PODMAN = """#!/bin/sh
 # Test double for podman: inspect answers from $FAKE_PID / $FAKE_ENV, exec runs the command here.
 echo "$@" >> "$FAKE_LOG"
@@ -49,11 +51,12 @@ def run(tmp_path, method, pid=None, extra=()):
     podman.write_text(FAKE_PODMAN)
     podman.chmod(podman.stat().st_mode | stat.S_IEXEC)
     (tmp_path / "play.yml").write_text(PLAY)
-    (tmp_path / "hosts.ini").write_text("box ansible_connection=aiops.triton.podman ansible_pipelining=true "
+    (tmp_path / "hosts.ini").write_text("box ansible_connection=lab_podman ansible_pipelining=true "
                                         "ansible_python_interpreter=%s\n" % sys.executable)
     env = dict(os.environ, FAKE_PID=pid or str(os.getpid()), FAKE_LOG=str(tmp_path / "podman.log"), AIOPS_CONTROLLER_ONLY="leak",
                FAKE_ENV=json.dumps(["PATH=/usr/sbin:/usr/bin:/sbin:/bin", "container=podman", "IN_CONTAINER=yes"]),
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collection"), ANSIBLE_NOCOLOR="1")
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collection"), ANSIBLE_CONNECTION_PLUGINS=PLUGIN_DIR,
+               ANSIBLE_NOCOLOR="1")
     argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(tmp_path / "hosts.ini"),
             str(tmp_path / "play.yml"), "-e", "dest=%s" % (tmp_path / "copied"), "-e", "ansible_podman_exec_method=%s" % method,
             "-e", "ansible_podman_executable=%s" % podman] + list(extra)
@@ -106,7 +109,10 @@ def test_nsenter_reads_the_pid_again_after_the_container_restarted(monkeypatch):
     """A reboot inside a lab host restarts its container (podman's restart policy): new PID 1. The cached
     PID is gone, so the next command (ansible.builtin.reboot's boot-id probe, a retry) inspects again."""
     from ansible.playbook.play_context import PlayContext
-    from ansible_collections.aiops.triton.plugins.connection.podman import Connection
+    spec = importlib.util.spec_from_file_location("lab_podman", os.path.join(PLUGIN_DIR, "lab_podman.py"))
+    plugin = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plugin)
+    Connection = plugin.Connection
 
     conn = Connection(PlayContext(), None)
     options = {"remote_addr": "box", "exec_method": "nsenter", "remote_user": None}
@@ -126,3 +132,16 @@ def test_nsenter_reads_the_pid_again_after_the_container_restarted(monkeypatch):
     conn.reset()
     conn._nsenter_target()
     assert len(inspected) == 3, "reset() (ansible.builtin.reboot between tries) forgets the PID"
+
+
+def test_the_lab_ansible_cfg_finds_it_and_its_documentation_parses():
+    """The lab inventory names it `lab_podman`: ansible.cfg's connection_plugins must reach it, and its
+    DOCUMENTATION (no longer checked by ansible-test: it is not a collection plugin) must parse."""
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    env.pop("ANSIBLE_CONNECTION_PLUGINS", None)
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-doc"), "-t", "connection", "--json", "lab_podman"],
+                          capture_output=True, text=True, env=env, cwd="/", timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)["lab_podman"]["doc"]
+    assert doc["filename"] == os.path.join(PLUGIN_DIR, "lab_podman.py")
+    assert set(doc["options"]["exec_method"]["choices"]) == {"podman", "nsenter"}
