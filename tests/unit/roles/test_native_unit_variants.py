@@ -140,3 +140,15 @@ def test_gpu_requirements_pin_the_same_server_and_every_cuda_wheel():
     wheels = sorted(p for p in gpu if p.startswith("nvidia-") and p.endswith("-cu12"))
     # nvidia-cuda-runtime-cu12 installs nvidia/cuda_runtime/lib, nvidia-cublas-cu12 nvidia/cublas/lib, ...
     assert sorted(w[len("nvidia-"):-len("-cu12")].replace("-", "_") for w in wheels) == sorted(lib_dirs)
+
+
+@pytest.mark.parametrize("kind", ["cpu", "gpu"])
+def test_a_stop_is_graceful_and_outlasts_tritons_exit_timeout(units, kind):
+    """SIGTERM to Triton alone (its python stubs keep serving what is in flight); systemd's SIGKILL only after
+    Triton's own --exit-timeout-secs has passed."""
+    lines = settings(units[kind][0] / "tritonserver.service")
+    assert "KillSignal=SIGTERM" in lines and "KillMode=mixed" in lines
+    with open(str(units[kind][0] / "tritonserver.service")) as handle:
+        exit_timeout = int(re.search(r"--exit-timeout-secs=(\d+)", handle.read()).group(1))
+    stop = int([line for line in lines if line.startswith("TimeoutStopSec=")][0].split("=", 1)[1])
+    assert stop > exit_timeout
