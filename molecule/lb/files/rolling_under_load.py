@@ -1,0 +1,312 @@
+"""Rolling host operations behind the lab's HAProxy while clients send every request through it.
+
+Four operations, each with ansible-playbook against the scenario's own inventory plus an overlay of its
+group_vars (nothing under git changes), each under live load through HAProxy (real tritonclient, gRPC
+and HTTP, concurrent clients, every request counted), with HAProxy's runtime API sampled throughout:
+  a. a Triton flag change (triton_server_log_verbose: 1) applied with site.yml: every host restarts
+     (MainPID changes), 0 failed requests, hosts out of traffic only ever within one batch of the plan;
+  b. playbooks/reboot.yml over every host: every host rebooted (its boot id changes), 0 failed requests,
+     one batch out of traffic at a time;
+  c. a model rollout with playbooks/model_upgrade.yml (anomaly_detector 1 -> 2): 0 failed requests;
+  d. a server change that breaks Triton (an invalid extra argument) with playbooks/triton_server.yml: the
+     canary stays drained, the run stops before the next batch (the other hosts keep their MainPID and
+     their unit), the summary names the canary, 0 failed requests.
+Writes the counts and what it saw to --results, prints a summary, exits non-zero on the first broken promise.
+"""
+
+import argparse
+import json
+import multiprocessing
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import yaml
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+SCENARIO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "molecule"))
+sys.path.insert(0, os.path.join(ROOT, ".collection"))
+import scenario_checks  # noqa: E402  (molecule/scenario_checks.py)
+from ansible_collections.aiops.triton.plugins.filter.haproxy import haproxy_server_state  # noqa: E402
+
+HOSTS = ["roll-1", "roll-2", "roll-3", "roll-4"]
+LB = "roll-lb"
+# The plan of rollout_groups.yml and group_vars: canary alone, then wave_1 in batches of 2.
+BATCHES = [["roll-1"], ["roll-2", "roll-3"], ["roll-4"]]
+BACKENDS = ["triton_http", "triton_grpc"]
+ADMIN_SOCKET = "/run/haproxy/admin.sock"
+ALERTS = ["Pod memory usage exceeds 90% threshold", "Network latency P99 increased to 5000ms",
+          "Disk space on /dev/sda1 is 95% full"]
+BAD_ARG = "--no-such-flag=1"
+
+
+def podman(*args, **kw):
+    return subprocess.run(["podman"] + list(args), capture_output=True, text=True, check=kw.get("check", True))
+
+
+def host_ip(name):
+    out = podman("inspect", "-f", "{{json .NetworkSettings.Networks}}", name).stdout
+    return next(iter(json.loads(out).values()))["IPAddress"]
+
+
+def main_pid(host):
+    return podman("exec", host, "systemctl", "show", "-p", "MainPID", "--value", "tritonserver").stdout.strip()
+
+
+def boot_id(host):
+    """A container shares the kernel's boot id; its boot is its systemd (PID 1) starting: that start time."""
+    return podman("exec", host, "cut", "-d", " ", "-f", "22", "/proc/1/stat").stdout.strip()
+
+
+def unit_has(host, text):
+    return text in podman("exec", host, "cat", "/etc/systemd/system/tritonserver.service").stdout
+
+
+# -- load through the load balancer ---------------------------------------------------------------
+def _client_loop(url, protocol, stop, counts):
+    """Alternate anomaly_detector and alert_classifier requests until told to stop; count each outcome."""
+    if protocol == "grpc":
+        import tritonclient.grpc as tc
+        client = tc.InferenceServerClient(url)
+    else:
+        import tritonclient.http as tc
+        client = tc.InferenceServerClient(url, connection_timeout=10, network_timeout=30)
+    rng = np.random.default_rng(11)
+    ok = failed = 0
+    errors = []
+    while not stop.is_set():
+        for model in ("anomaly_detector", "alert_classifier"):
+            try:
+                if model == "anomaly_detector":
+                    window = tc.InferInput("metrics_input", [4, 60, 20], "FP32")
+                    window.set_data_from_numpy(rng.normal(size=(4, 60, 20)).astype(np.float32))
+                    scores = client.infer(model, [window]).as_numpy("anomaly_score")
+                    assert scores.shape == (4, 1) and np.all((scores >= 0) & (scores <= 1)), scores
+                else:
+                    texts = tc.InferInput("alert_text", [3, 1], "BYTES")
+                    texts.set_data_from_numpy(np.array([[t.encode()] for t in ALERTS], dtype=object))
+                    labels = client.infer(model, [texts]).as_numpy("class_label")
+                    assert [x[0].decode() for x in labels] == ["memory", "network", "disk"], labels
+                ok += 1
+            except Exception as exc:  # every failure is counted and kept, never hidden
+                failed += 1
+                if len(errors) < 5:
+                    errors.append("%s %s: %s" % (protocol, model, str(exc)[:300]))
+        time.sleep(0.02)  # a steady stream, not a CPU hog: the operations share these 2 cores
+    counts.put({"protocol": protocol, "ok": ok, "failed": failed, "errors": errors})
+
+
+class Load(object):
+    """Two gRPC and two HTTP clients, each its own process, all through HAProxy."""
+
+    def __init__(self, lb_ip):
+        self.stop = multiprocessing.Event()
+        self.counts = multiprocessing.Queue()
+        targets = [("%s:8001" % lb_ip, "grpc"), ("%s:8000" % lb_ip, "http")] * 2
+        self.procs = [multiprocessing.Process(target=_client_loop, args=(url, proto, self.stop, self.counts))
+                      for url, proto in targets]
+
+    def __enter__(self):
+        for proc in self.procs:
+            proc.start()
+        time.sleep(3)  # every client is sending before the operation starts
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.result = [self.counts.get(timeout=120) for _proc in self.procs]
+        for proc in self.procs:
+            proc.join(timeout=30)
+        return False
+
+
+# -- HAProxy's runtime API, sampled --------------------------------------------------------------
+class Sampler(object):
+    """`show servers state` every 0.5 s through one long-running exec in the LB host; each sample is the
+    set of Triton hosts that are not up (drained, down, maint, unknown)."""
+
+    STOP = "/run/aiops-sampler-stop"
+    SCRIPT = ('rm -f %s; while [ ! -e %s ]; do echo "show servers state" | socat -t 5 stdio unix-connect:%s; '
+              'echo @@END; sleep 0.5; done; rm -f %s' % (STOP, STOP, ADMIN_SOCKET, STOP))
+
+    def __init__(self):
+        self.samples = []
+        self.unanswered = 0  # the admin socket gave no server at all (HAProxy reloading): no sample
+        self.proc = subprocess.Popen(["podman", "exec", LB, "sh", "-c", self.SCRIPT], stdout=subprocess.PIPE, text=True)
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        block = []
+        for line in self.proc.stdout:
+            if line.strip() == "@@END":
+                text = "".join(block)
+                block = []
+                states = dict((h, haproxy_server_state(text, h, BACKENDS)) for h in HOSTS)
+                if set(states.values()) == {"unknown"}:
+                    self.unanswered += 1
+                else:
+                    self.samples.append((round(time.time(), 1), states))
+            else:
+                block.append(line)
+
+    def close(self):
+        podman("exec", LB, "touch", self.STOP)
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.thread.join(timeout=5)
+        return self.samples
+
+    @staticmethod
+    def out_sets(samples):
+        """The distinct consecutive sets of hosts out of traffic, and the samples that broke the batch rule."""
+        seen, broken = [], []
+        for stamp, states in samples:
+            out = sorted(h for h, s in states.items() if s != "up")
+            if not seen or seen[-1] != out:
+                seen.append(out)
+            if out and not any(set(out) <= set(batch) for batch in BATCHES):
+                broken.append((stamp, states))
+        return seen, broken
+
+
+# -- inventory overlay and runs ------------------------------------------------------------------
+def overlay(inventory, workdir, servers_extra=None, pins=None):
+    """The scenario's inventory, on the lab's pipelining nsenter transport, with extra triton_servers vars
+    (a file after the linked ones) and replaced group pins (pins = {group: [model entries]})."""
+    dest = os.path.join(workdir, "rolling_inventory")  # not "inventory": that is molecule's own
+    shutil.rmtree(dest, ignore_errors=True)
+    os.makedirs(os.path.join(dest, "group_vars", "triton_servers"))
+    for name in os.listdir(os.path.dirname(inventory)):  # molecule's hosts and the linked rollout groups
+        if name != "group_vars":
+            with open(os.path.realpath(os.path.join(os.path.dirname(inventory), name))) as handle:
+                text = handle.read()
+            text = text.replace("ansible_connection: podman\n", "ansible_connection: lab_podman\n"
+                                "      ansible_pipelining: true\n      ansible_podman_exec_method: nsenter\n")
+            with open(os.path.join(dest, name), "w") as handle:
+                handle.write(text)
+    servers = os.path.join(SCENARIO, "group_vars", "triton_servers")
+    for name in os.listdir(servers):
+        os.symlink(os.path.realpath(os.path.join(servers, name)), os.path.join(dest, "group_vars", "triton_servers", name))
+    if servers_extra:
+        with open(os.path.join(dest, "group_vars", "triton_servers", "zz_step.yml"), "w") as handle:
+            yaml.safe_dump(servers_extra, handle)
+    for group in ("triton_canary", "triton_wave_1"):
+        source = os.path.join(SCENARIO, "group_vars", group)
+        if pins and group in pins:
+            os.makedirs(os.path.join(dest, "group_vars", group))
+            serial = yaml.safe_load(open(os.path.join(source, "models.yml")))["triton_rollout_serial"]
+            with open(os.path.join(dest, "group_vars", group, "models.yml"), "w") as handle:
+                yaml.safe_dump({"triton_rollout_serial": serial, "triton_models_list": pins[group]}, handle)
+        else:
+            os.symlink(source, os.path.join(dest, "group_vars", group))
+    return dest
+
+
+def play(inventory_dir, log, playbook, *extra):
+    env = dict(os.environ, **scenario_checks.ROLLOUT_ENV)
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory_dir,
+                           os.path.join(ROOT, playbook)] + list(extra),
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=1800, check=False)
+    with open(log, "w") as handle:
+        handle.write(proc.stdout + "\n--- stderr ---\n" + proc.stderr)
+    return proc
+
+
+def check(condition, message, results, path):
+    if not condition:
+        results["failed_check"] = message
+        json.dump(results, open(path, "w"), indent=2)
+        print("LB CHECK FAILED: %s" % message)
+        sys.exit(1)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--inventory", required=True)
+    parser.add_argument("--results", required=True)
+    args = parser.parse_args()
+    workdir = os.path.dirname(args.results)
+    lb_ip = host_ip(LB)
+    results = {"lb": lb_ip, "steps": {}}
+
+    def step(name, playbook, expect_ok, batch_rule=True, **inventory):
+        inv = overlay(args.inventory, workdir, **inventory)
+        before = {"pid": dict((h, main_pid(h)) for h in HOSTS), "boot": dict((h, boot_id(h)) for h in HOSTS)}
+        start = time.time()
+        sampler = Sampler()
+        with Load(lb_ip) as load:
+            proc = play(inv, os.path.join(workdir, "%s.log" % name), playbook)
+        samples = sampler.close()
+        after = {"pid": dict((h, main_pid(h)) for h in HOSTS), "boot": dict((h, boot_id(h)) for h in HOSTS)}
+        counts = load.result
+        out_sets, broken = Sampler.out_sets(samples)
+        entry = {"rc": proc.returncode, "seconds": round(time.time() - start, 1), "clients": counts,
+                 "answered": sum(c["ok"] for c in counts), "failed": sum(c["failed"] for c in counts),
+                 "before": before, "after": after, "samples": len(samples), "unanswered_samples": sampler.unanswered, "out_of_traffic": out_sets,
+                 "max_out": max([len(s) for s in out_sets] or [0]), "batch_rule_broken": broken[:5],
+                 "last_states": samples[-1][1] if samples else {},
+                 "summary": [line for h in HOSTS for line in scenario_checks.summary_lines(proc.stdout, h)]}
+        results["steps"][name] = entry
+        print("%s: rc=%s, %d requests answered, %d failed, %.0f s, out of traffic: %s" % (
+            name, proc.returncode, entry["answered"], entry["failed"], entry["seconds"], out_sets))
+        log = "%s/%s.log" % (workdir, name)
+        check((proc.returncode == 0) == expect_ok, "%s: ansible-playbook rc=%s (log %s)" % (name, proc.returncode, log),
+              results, args.results)
+        check(entry["failed"] == 0, "%s: %d requests failed: %s" % (name, entry["failed"], [c["errors"] for c in counts]),
+              results, args.results)
+        check(all(c["ok"] > 0 for c in counts), "%s: a client got no answer at all" % name, results, args.results)
+        check(len(samples) >= 10, "%s: HAProxy's runtime API was sampled %d times" % (name, len(samples)), results, args.results)
+        if batch_rule:
+            check(not broken, "%s: hosts outside one batch were out of traffic at once: %s" % (name, broken[:3]),
+                  results, args.results)
+        return entry, proc
+
+    flag = {"triton_server_log_verbose": 1}
+    entry, _proc = step("a_flag_change_site", "site.yml", True, servers_extra=flag)
+    check(all(entry["before"]["pid"][h] != entry["after"]["pid"][h] for h in HOSTS),
+          "a: not every host restarted: %s" % entry["before"]["pid"], results, args.results)
+    check(entry["max_out"] >= 1 and ["roll-1"] in entry["out_of_traffic"],
+          "a: the sampler never saw the canary drained: %s" % entry["out_of_traffic"], results, args.results)
+    check(all(unit_has(h, "--log-verbose=1") for h in HOSTS), "a: a unit lacks --log-verbose=1", results, args.results)
+
+    entry, _proc = step("b_rolling_reboot", "playbooks/reboot.yml", True, servers_extra=flag)
+    check(all(entry["before"]["boot"][h] != entry["after"]["boot"][h] for h in HOSTS),
+          "b: not every host rebooted: %s -> %s" % (entry["before"]["boot"], entry["after"]["boot"]), results, args.results)
+    check(all(entry["before"]["pid"][h] != entry["after"]["pid"][h] for h in HOSTS),
+          "b: Triton did not start again everywhere", results, args.results)
+
+    v2 = [{"name": "anomaly_detector", "versions": [2]}, {"name": "alert_classifier", "versions": [1]}]
+    entry, _proc = step("c_model_rollout", "playbooks/model_upgrade.yml", True, batch_rule=False,
+                        servers_extra=flag, pins={"triton_canary": v2, "triton_wave_1": v2})
+    check(entry["before"]["pid"] == entry["after"]["pid"], "c: a model rollout restarted Triton", results, args.results)
+
+    broken = dict(flag, triton_server_extra_args=[BAD_ARG])
+    entry, proc = step("d_broken_canary", "playbooks/triton_server.yml", False, servers_extra=broken,
+                       pins={"triton_canary": v2, "triton_wave_1": v2})
+    others = HOSTS[1:]
+    check(entry["last_states"].get("roll-1") == "drained", "d: the canary is not left drained: %s" % entry["last_states"],
+          results, args.results)
+    check(all(entry["last_states"].get(h) == "up" for h in others), "d: other hosts not up: %s" % entry["last_states"],
+          results, args.results)
+    check(all(entry["before"]["pid"][h] == entry["after"]["pid"][h] for h in others),
+          "d: the run went on past the canary (MainPID changed)", results, args.results)
+    check(not any(unit_has(h, BAD_ARG) for h in others) and unit_has("roll-1", BAD_ARG),
+          "d: the broken unit is not on the canary alone", results, args.results)
+    check(any(line.startswith("roll-1 [triton_canary]: failed, left drained") for line in entry["summary"]),
+          "d: the summary does not name the canary as left drained: %s" % entry["summary"], results, args.results)
+
+    json.dump(results, open(args.results, "w"), indent=2)
+    print("LB OK: %d requests answered through HAProxy during the four operations, 0 failed"
+          % sum(s["answered"] for s in results["steps"].values()))
+
+
+if __name__ == "__main__":
+    main()
