@@ -1,6 +1,7 @@
 """Rolling host operations behind the lab's HAProxy while clients send every request through it.
 
-Four operations, each with ansible-playbook against the scenario's own inventory plus an overlay of its
+First a site.yml that changes nothing (no host drained, none restarted, changed=0, timed), then four
+operations, each with ansible-playbook against the scenario's own inventory plus an overlay of its
 group_vars (nothing under git changes), each under live load through HAProxy (real tritonclient, gRPC
 and HTTP, concurrent clients, every request counted), with HAProxy's runtime API sampled throughout:
   a. a Triton flag change (triton_server_log_verbose: 1) applied with site.yml: every host restarts
@@ -220,6 +221,12 @@ def play(inventory_dir, log, playbook, *extra):
     return proc
 
 
+def recap_changed(out):
+    """host -> changed count from the PLAY RECAP."""
+    return dict((line.split()[0], int(line.split("changed=")[1].split()[0]))
+                for line in out.splitlines() if " changed=" in line and line.split()[0].startswith("roll-"))
+
+
 def check(condition, message, results, path):
     if not condition:
         results["failed_check"] = message
@@ -268,6 +275,16 @@ def main():
             check(not broken, "%s: hosts outside one batch were out of traffic at once: %s" % (name, broken[:3]),
                   results, args.results)
         return entry, proc
+
+    # A site.yml that changes nothing drains nobody and restarts nothing (its check pass is all it costs).
+    entry, proc = step("no_change_site", "site.yml", True)
+    changed = recap_changed(proc.stdout)
+    entry["changed"] = changed
+    check(all(changed.get(h) == 0 for h in HOSTS + [LB]), "no-change site.yml changed something: %s" % changed,
+          results, args.results)
+    check(entry["before"]["pid"] == entry["after"]["pid"], "no-change site.yml restarted Triton", results, args.results)
+    check(entry["max_out"] == 0, "no-change site.yml took hosts out of traffic: %s" % entry["out_of_traffic"],
+          results, args.results)
 
     flag = {"triton_server_log_verbose": 1}
     entry, _proc = step("a_flag_change_site", "site.yml", True, servers_extra=flag)

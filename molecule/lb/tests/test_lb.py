@@ -11,7 +11,7 @@ import pytest
 
 RESULTS = os.path.join(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", ""), "lb_results.json")
 HOSTS = ["roll-1", "roll-2", "roll-3", "roll-4"]
-STEPS = ["a_flag_change_site", "b_rolling_reboot", "c_model_rollout", "d_broken_canary"]
+STEPS = ["no_change_site", "a_flag_change_site", "b_rolling_reboot", "c_model_rollout", "d_broken_canary"]
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +36,13 @@ def test_every_host_went_out_of_traffic_one_batch_at_a_time(results, step):
     out = [set(s) for s in entry["out_of_traffic"]]
     assert set(HOSTS) == set().union(*out), "every host was drained at some point"
     assert entry["max_out"] <= 2  # the largest batch of the plan
+
+
+def test_a_site_run_that_changes_nothing_drains_and_restarts_nothing(results):
+    entry = results["steps"]["no_change_site"]
+    assert entry["rc"] == 0 and entry["max_out"] == 0
+    assert entry["before"]["pid"] == entry["after"]["pid"]
+    assert all(entry["changed"][h] == 0 for h in HOSTS)
 
 
 def test_the_flag_change_restarted_every_host(results):
