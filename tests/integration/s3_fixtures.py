@@ -26,7 +26,6 @@ from concurrent.futures import ThreadPoolExecutor
 import boto3
 from botocore.config import Config
 
-from ansible_collections.aiops.triton.plugins.module_utils import manifest as mf
 
 BIN = os.path.dirname(sys.executable)
 CREDS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing", "region_name": "us-east-1"}
@@ -112,9 +111,17 @@ def publish_version(client, bucket, prefix, model, version, files, manifest=True
                 client.put_object(Bucket=bucket, Key=base + "/" + rel, Body=body)
         if not manifest:
             return None
-        data = mf.dump_manifest(mf.build_manifest(model, version, tmp))
-    client.put_object(Bucket=bucket, Key=base + "/" + mf.MANIFEST_NAME, Body=data)
-    return mf.manifest_digest(data)
+        data = manifest_bytes(model, version, files)
+    client.put_object(Bucket=bucket, Key=base + "/MANIFEST.json", Body=data)
+    return hashlib.sha256(data).hexdigest()
+
+
+def manifest_bytes(model, version, files):
+    """MANIFEST.json for ``files`` in the format (schema 1: model, version, and path, size, sha256 per file, in
+    canonical JSON), written here and not by module_utils/manifest.py: the sync under test checks against it."""
+    entries = [{"path": rel, "size": len(files[rel]), "sha256": hashlib.sha256(files[rel]).hexdigest()} for rel in sorted(files)]
+    manifest = {"schema": 1, "model": model, "version": int(version), "files": entries}
+    return (json.dumps(manifest, sort_keys=True, separators=(",", ":")) + "\n").encode("utf-8")
 
 
 S3_ERRORS = {

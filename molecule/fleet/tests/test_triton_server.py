@@ -155,7 +155,9 @@ def test_an_unprivileged_user_sees_no_key_in_any_process(host):
     assert host.run("%s cat /proc/%s/cmdline" % (NOBODY, pid)).rc != 0
 
 
-def test_proc_is_mounted_hidepid_now_and_after_reboot(host):
+def test_proc_is_mounted_hidepid_now_and_in_fstab(host):
+    # Now: the live mount. After a reboot: only the fstab line systemd-remount-fs applies at boot is
+    # checked here (no reboot of the host in this scenario), not a rebooted host's /proc.
     gid = host.group("proc-view").gid
     options = host.check_output("findmnt --noheadings --output OPTIONS --mountpoint /proc").split(",")
     assert "hidepid=invisible" in options and "gid=%d" % gid in options, options

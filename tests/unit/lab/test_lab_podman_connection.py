@@ -57,9 +57,11 @@ def run(tmp_path, method, pid=None, extra=()):
                FAKE_ENV=json.dumps(["PATH=/usr/sbin:/usr/bin:/sbin:/bin", "container=podman", "IN_CONTAINER=yes"]),
                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collection"), ANSIBLE_CONNECTION_PLUGINS=PLUGIN_DIR,
                ANSIBLE_NOCOLOR="1")
+    env.pop("ANSIBLE_PODMAN_EXEC_METHOD", None)  # the method is the test's to give, or the plugin's default
     argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(tmp_path / "hosts.ini"),
-            str(tmp_path / "play.yml"), "-e", "dest=%s" % (tmp_path / "copied"), "-e", "ansible_podman_exec_method=%s" % method,
-            "-e", "ansible_podman_executable=%s" % podman] + list(extra)
+            str(tmp_path / "play.yml"), "-e", "dest=%s" % (tmp_path / "copied")] + (
+                ["-e", "ansible_podman_exec_method=%s" % method] if method else []) + [  # None: the plugin's default
+                "-e", "ansible_podman_executable=%s" % podman] + list(extra)
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=300, check=False)
     log = (tmp_path / "podman.log").read_text() if (tmp_path / "podman.log").exists() else ""
     return proc, log
@@ -80,7 +82,8 @@ def test_nsenter_runs_with_only_the_containers_environment_and_reads_it_once_per
 
 
 def test_podman_exec_is_the_default(tmp_path):
-    proc, log = run(tmp_path, "podman")
+    # no exec method given (before, this test passed "podman" itself and so proved nothing of the default)
+    proc, log = run(tmp_path, None)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert (tmp_path / "copied").read_text() == "payload\n"
     assert "exec -i box" in log and "inspect" not in log

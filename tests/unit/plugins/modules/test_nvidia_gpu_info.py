@@ -1,4 +1,4 @@
-"""nvidia_gpu_info run end to end against the nvidia-smi test double replaying recordings."""
+"""nvidia_gpu_info run end to end against the nvidia-smi test double replaying written nvidia-smi outputs."""
 
 import json
 import os
@@ -55,7 +55,10 @@ def test_h100_host_reports_gpus_and_versions(capsys, host):
     assert result["message"] == "8 GPU(s), driver 535.154.05, CUDA 12.2"
     assert result["host_kind"] == "gpu" and result["nvidia_smi_output"] is None
     calls = (tmp / "calls.log").read_text().splitlines()
-    assert calls == [" ".join(smi.query_command(DOUBLE)[1:]), ""]
+    # written out, not built with the module's own query_command()
+    assert calls == ["--query-gpu=index,uuid,name,pci.bus_id,memory.total,memory.used,driver_version,persistence_mode,"
+                     "mig.mode.current,mig.mode.pending,ecc.mode.current,ecc.errors.corrected.volatile.total,"
+                     "ecc.errors.uncorrected.volatile.total,ecc.errors.uncorrected.aggregate.total --format=csv,nounits", ""]
 
 
 def test_mismatches_are_reported_not_failed(capsys, host):
