@@ -115,6 +115,8 @@ unit:
 lint:
 	yamllint -s .
 	ansible-lint --profile production --offline
+	antsibull-changelog lint
+	antsibull-docs lint-collection-docs --plugin-docs .
 
 sanity:
 	tools/sanity.sh

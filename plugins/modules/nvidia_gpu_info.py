@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: nvidia_gpu_info
 short_description: Report NVIDIA GPUs, driver, CUDA and fabric manager versions from nvidia-smi
-version_added: "0.1.0"
+version_added: "0.2.0"
 description:
   - Runs C(nvidia-smi --query-gpu) and reports each GPU with index, UUID, name, PCI bus id, memory,
     driver version, persistence mode, MIG mode and ECC error counters, plus the CUDA version, the loaded

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: nvidia_runtime_config
 short_description: Merge the NVIDIA container runtime into docker, containerd or podman configuration
-version_added: "0.1.0"
+version_added: "0.2.0"
 description:
   - Adds the C(nvidia) runtime to docker's C(daemon.json), containerd's C(config.toml) (config version 2 or 3)
     or podman's C(containers.conf) without dropping anything the file already holds.

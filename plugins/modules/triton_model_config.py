@@ -32,7 +32,7 @@ description:
     directory, fsync, rename), and only when its bytes change.
   - The text is canonical (fields in protobuf field-number order, map entries sorted by key, lists in Triton's
     C([ ... ]) style), so the same data always gives the same bytes and C(--diff) shows only real changes.
-version_added: "1.0.0"
+version_added: "0.2.0"
 author:
   - aiops.triton contributors (@aiops)
 options:
@@ -96,7 +96,7 @@ options:
     default: true
   pci_gpus:
     description:
-      - NVIDIA GPUs the host's PCI bus shows, driver or not (RV(aiops.triton.nvidia_gpu_info#module:pci.gpus)).
+      - NVIDIA GPUs the host's PCI bus shows, driver or not (the C(gpus) list of RV(aiops.triton.nvidia_gpu_info#module:pci)).
       - When non-empty while O(gpus) is empty, the driver is broken, and a C(KIND_GPU) or C(KIND_AUTO) group is
         refused instead of being moved to C(KIND_CPU), so such a host never serves a GPU model on CPU in silence.
     type: list

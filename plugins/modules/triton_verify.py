@@ -28,7 +28,7 @@ description:
     C(|got - want| <= atol + rtol * |want|) (defaults O(default_atol), O(default_rtol)); C(equals: true), or a
     BYTES / BOOL tensor, needs an exact match; C(equals: VALUE) compares with VALUE exactly instead of C(data).
     A cases file holds a list of cases or C({cases: [...]})."
-version_added: "1.0.0"
+version_added: "0.2.0"
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - aiops.triton.triton_api
