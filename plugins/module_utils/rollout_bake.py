@@ -496,3 +496,40 @@ def _bake_prometheus(params, changed_hosts, baseline_hosts, models, fetch_json, 
                     % (h["name"], label, prometheus_label_value(h, label)) for h in baseline_hosts if h["name"] not in served)
     baseline_names = [h["name"] for h in baseline_hosts if h["name"] in served]
     return per_host, baseline_names, start, end
+
+
+# -- the rollout's side: which hosts to bake and compare, and where their metrics are --------------------------
+WILDCARD_ADDRESSES = frozenset(["", "0.0.0.0", "::", "[::]"])
+
+
+def metrics_url(name, host_vars, default_port=8002):
+    """Triton's /metrics URL of one host as the controller reaches it.
+
+    ``triton_rollout_bake_metrics_url`` when the host sets it; else its ``triton_server_metrics_address``
+    unless that is a wildcard (then ``ansible_host``, else the inventory name) and its
+    ``triton_server_metrics_port`` (else ``default_port``).
+    """
+    own = host_vars.get("triton_rollout_bake_metrics_url")
+    if own:
+        return str(own)
+    address = str(host_vars.get("triton_server_metrics_address") or "")
+    if address in WILDCARD_ADDRESSES or "{" in address:
+        address = str(host_vars.get("ansible_host") or name)
+    if ":" in address and not address.startswith("["):
+        address = "[%s]" % address  # IPv6
+    port = host_vars.get("triton_server_metrics_port") or default_port
+    return "http://%s:%s/metrics" % (address, port)
+
+
+def bake_hosts(hostvars, names, default_port=8002):
+    """[{name, metrics_url}] for ``names``, in order, for the module's changed_hosts / baseline_hosts."""
+    return [{"name": name, "metrics_url": metrics_url(name, hostvars[name], default_port)} for name in names]
+
+
+def baseline_names(plan, batch):
+    """The hosts the rollout has not reached yet: those after the current batch in the plan's order."""
+    order = list(plan.get("order") or [])
+    positions = [order.index(h) for h in batch if h in order]
+    if not positions:
+        return []
+    return order[max(positions) + 1:]

@@ -417,3 +417,26 @@ def test_run_bake_prometheus_error_is_reported():
     with pytest.raises(rb.BakeError, match="Prometheus at http://prom:9090 refused .*: parse error at char 3"):
         rb.run_bake(params(prometheus_url="http://prom:9090", prometheus_host_label="host"), scraper([]), fetch_json,
                     clock.sleep, clock.time)
+
+
+# -- the rollout's side -------------------------------------------------------------------------------------
+def test_metrics_url_from_host_vars():
+    assert rb.metrics_url("h", {}) == "http://h:8002/metrics"
+    assert rb.metrics_url("h", {"ansible_host": "10.0.0.5", "triton_server_metrics_address": "0.0.0.0"}) == "http://10.0.0.5:8002/metrics"
+    assert rb.metrics_url("h", {"ansible_host": "10.0.0.5", "triton_server_metrics_address": "10.9.0.5",
+                                "triton_server_metrics_port": 9102}) == "http://10.9.0.5:9102/metrics"
+    assert rb.metrics_url("h", {"ansible_host": "fd00::5"}) == "http://[fd00::5]:8002/metrics"
+    assert rb.metrics_url("h", {"triton_rollout_bake_metrics_url": "https://m.example/t/metrics",
+                                "ansible_host": "x"}) == "https://m.example/t/metrics"
+    assert rb.metrics_url("h", {}, default_port=9000) == "http://h:9000/metrics"
+
+
+def test_bake_hosts_and_baseline():
+    hostvars = {"a": {"ansible_host": "10.0.0.1"}, "b": {}, "c": {}, "d": {}}
+    assert rb.bake_hosts(hostvars, ["a", "b"]) == [{"name": "a", "metrics_url": "http://10.0.0.1:8002/metrics"},
+                                                   {"name": "b", "metrics_url": "http://b:8002/metrics"}]
+    plan = {"order": ["a", "b", "c", "d"], "groups": [{"name": "canary", "hosts": ["a"]}, {"name": "wave", "hosts": ["b", "c", "d"]}]}
+    assert rb.baseline_names(plan, ["a"]) == ["b", "c", "d"]
+    assert rb.baseline_names(plan, ["c", "b"]) == ["d"]
+    assert rb.baseline_names(plan, ["d"]) == []
+    assert rb.baseline_names(plan, ["not-planned"]) == []
