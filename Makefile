@@ -11,7 +11,7 @@ export PATH := $(VENV)/bin:$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/.collection
 HOSTS ?= 2
 APT_PACKAGES := podman runc debootstrap uidmap slirp4netns iproute2 git make python3-venv shellcheck \
-                prometheus prometheus-node-exporter
+                prometheus prometheus-node-exporter haproxy socat
 STAGE := $(ROOT)/tools/stage.sh
 
 .PHONY: help setup system-packages venv collection-link lab lab-image lab-up lab-services lab-down lab-triton-image \
@@ -27,9 +27,9 @@ system-packages:
 	if ! dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then
 	  apt-get update -qq
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(APT_PACKAGES)
-	  # The packages enable system services on :9090/:9100; the monitoring tests start their own on
-	  # loopback ports, so these must not sit on the machine.
-	  if [ -d /run/systemd/system ]; then systemctl disable --now prometheus.service prometheus-node-exporter.service; fi
+	  # The packages enable system services on :9090/:9100 (and haproxy); the monitoring and load-balancer
+	  # tests start their own on loopback ports, so these must not sit on the machine.
+	  if [ -d /run/systemd/system ]; then systemctl disable --now prometheus.service prometheus-node-exporter.service haproxy.service; fi
 	fi
 
 # The venv is rebuilt only when a requirements file changes.

@@ -2,12 +2,14 @@
 
     python3 lab/labctl.py image [--force]        build the Debian 12 systemd host image (cached by its inputs)
     labctl.py up --hosts N [--os debian12]
-                                     start N lab hosts + services, write inventories/lab/hosts.yml
+                                     start N lab hosts, the load balancer host lab-lb and the services,
+                                     write inventories/lab/hosts.yml
     labctl.py services               start only the services (network, S3, wheelhouse) — molecule uses this
     labctl.py down                   remove hosts, services, network, state and the podman drop-in;
                                      leave nothing running
     labctl.py status                 what is running
-    labctl.py env                    shell exports for the lab's S3 credentials (never printed elsewhere)
+    labctl.py env                    shell exports for the lab's S3 credentials (never printed elsewhere) and,
+                                     while lab-lb runs, its HTTP and gRPC frontends (AIOPS_LAB_LB_HTTP/_GRPC)
     labctl.py triton-image           build the Triton image (container method) and the podman lab host image,
                                      publish the Triton image as an OCI archive on the wheelhouse server
                                      (build/triton-image.json: its URL path, sha256 and image ID); cached
@@ -51,6 +53,9 @@ BUCKET = "aiops-models"
 LABEL = "aiops.lab=1"
 KEEPER = "aiops-lab-gw"
 MAX_HOSTS = 8
+# The load balancer (roles/triton_lb, inventory group triton_lb): a lab host of its own, not a Triton host.
+LB_HOST = "lab-lb"
+LB_ROLE_DEFAULTS = os.path.join(ROOT, "roles", "triton_lb", "defaults", "main.yml")
 HOST_CAPS = ("--cap-add", "SYS_ADMIN")
 # Bump when the image recipe below changes in a way the package list does not show.
 RECIPE_VERSION = "3"
@@ -180,6 +185,10 @@ def customise_rootfs(rootfs, spec):
         link = os.path.join(rootfs, "etc/systemd/system", unit)
         if not os.path.lexists(link):
             os.symlink("/dev/null", link)
+    # haproxy (for lab-lb) comes enabled by its package; only the triton_lb role turns it on, where it runs.
+    wants = os.path.join(rootfs, "etc/systemd/system/multi-user.target.wants/haproxy.service")
+    if os.path.lexists(wants):
+        os.remove(wants)
     open(os.path.join(rootfs, "etc/machine-id"), "w").close()
     shutil.rmtree(os.path.join(rootfs, "var/cache/apt/archives"), ignore_errors=True)
     os.makedirs(os.path.join(rootfs, "var/cache/apt/archives/partial"), exist_ok=True)
@@ -414,6 +423,37 @@ def start_host(name, os_name):
     return True
 
 
+def start_lb(os_name):
+    """lab-lb: the same systemd image (haproxy and socat are in it), no aiops.lab.host label: not a Triton host."""
+    if container_running(LB_HOST):
+        log("%s already running" % LB_HOST)
+        return False
+    podman("rm", "-f", LB_HOST, check=False)
+    podman("run", "-d", "--name", LB_HOST, "--hostname", LB_HOST, "--label", LABEL, "--label", "aiops.lab.lb=1",
+           "--restart=always", "--network", NETWORK, "--systemd=always", "--tmpfs", "/tmp", "--tmpfs", "/run",
+           IMAGE.format(os=os_name), "/sbin/init")
+    return True
+
+
+def container_address(name):
+    """The container's address on the lab bridge; it survives restarts (reboots) of the container."""
+    res = podman("container", "inspect", "--format",
+                 "{{ (index .NetworkSettings.Networks \"%s\").IPAddress }}" % NETWORK, name, check=False)
+    return res.stdout.strip() if res.returncode == 0 else ""
+
+
+def lb_endpoints():
+    """{"http": "addr:port", "grpc": "addr:port"} of lab-lb's frontends (the role's default ports), or {}."""
+    address = container_address(LB_HOST) if container_running(LB_HOST) else ""
+    if not address:
+        return {}
+    import yaml  # controller venv, like boto3 above
+    with open(LB_ROLE_DEFAULTS) as fh:
+        defaults = yaml.safe_load(fh)
+    return {"http": "%s:%d" % (address, defaults["triton_lb_http_port"]),
+            "grpc": "%s:%d" % (address, defaults["triton_lb_grpc_port"])}
+
+
 def wait_booted(name, timeout=120):
     deadline = time.time() + timeout
     state = ""
@@ -425,16 +465,28 @@ def wait_booted(name, timeout=120):
     raise LabError("%s did not finish booting (systemctl is-system-running: %r)" % (name, state))
 
 
-def write_inventory(names):
+def write_inventory(names, addresses=None):
+    """``addresses``: {name: address on the lab bridge} (aiops_lab_address: the lab has no DNS between
+    containers, so HAProxy and Prometheus reach hosts by address), lab-lb's included when it runs."""
+    addresses = addresses or {}
     os.makedirs(os.path.dirname(INVENTORY), exist_ok=True)
+
+    def host(name):
+        line = "        %s:" % name
+        return line + (" {aiops_lab_address: %s}" % addresses[name] if addresses.get(name) else "")
     # Rollout groups (group_vars/triton_servers names their order): the first host is the canary.
     lines = ["# Written by lab/labctl.py up; removed by down. Do not edit.", "---",
              "triton_servers:", "  children:", "    triton_canary:", "      hosts:"]
-    lines += ["        %s:" % n for n in names[:1]]
+    lines += [host(n) for n in names[:1]]
     lines += ["    triton_wave_1:", "      hosts:"]
-    lines += ["        %s:" % n for n in names[1:]]
+    lines += [host(n) for n in names[1:]]
     lines += ["  vars:", "    ansible_connection: containers.podman.podman",
-              "    ansible_python_interpreter: /usr/bin/python3", ""]
+              "    ansible_python_interpreter: /usr/bin/python3"]
+    if LB_HOST in addresses:
+        lines += ["triton_lb:", "  hosts:", host(LB_HOST).replace("        ", "    ", 1),
+                  "  vars:", "    ansible_connection: containers.podman.podman",
+                  "    ansible_python_interpreter: /usr/bin/python3"]
+    lines.append("")
     with open(INVENTORY, "w") as fh:
         fh.write("\n".join(lines))
 
@@ -451,9 +503,11 @@ def up(count, os_name):
         podman("rm", "-f", "-t", "5", extra)
         log("removed surplus host %s" % extra)
     started = [n for n in wanted if start_host(n, os_name)]
-    for name in wanted:
+    if start_lb(os_name):
+        started.append(LB_HOST)
+    for name in wanted + [LB_HOST]:
         log("%s: %s" % (name, wait_booted(name)))
-    write_inventory(wanted)
+    write_inventory(wanted, dict((n, container_address(n)) for n in wanted + [LB_HOST]))
     log("%d host(s) up (%d started now); inventory: %s" % (len(wanted), len(started), os.path.relpath(INVENTORY, ROOT)))
 
 
@@ -487,7 +541,7 @@ def down():
 
 
 def status():
-    for name in lab_hosts():
+    for name in lab_hosts() + [LB_HOST]:
         log("%s running=%s" % (name, container_running(name)))
     for name in ("s3", "wheelhouse"):
         log("%s pid=%s" % (name, service_pid(name)))
@@ -532,6 +586,8 @@ def main(argv=None):
             print("export AIOPS_LAB_S3_ENDPOINT=%s" % s3_endpoint())
             print("export AIOPS_LAB_WHEELHOUSE=http://%s:%d/" % (GATEWAY, WHEELHOUSE_PORT))
             print("export AIOPS_LAB_MODEL_DIR=%s" % os.path.join(ROOT, "model_repository"))
+            for proto, endpoint in sorted(lb_endpoints().items()):
+                print("export AIOPS_LAB_LB_%s=%s" % (proto.upper(), endpoint))
     except LabError as exc:
         print("labctl: error: %s" % exc, file=sys.stderr)
         return 2

@@ -115,6 +115,14 @@ def haproxy_server_state(value, server, backends=None):
     return min(states, key=PRECEDENCE.index)
 
 
+def haproxy_server_states(value, servers, backends=None):
+    """{server: state} for every name in ``servers``, from the same answers (see haproxy_server_state)."""
+    if isinstance(servers, string_types) or not isinstance(servers, (list, tuple)):
+        raise AnsibleFilterError("haproxy_server_states: servers must be a list of server names")
+    return dict((server, haproxy_server_state(value, server, backends)) for server in servers)
+
+
 class FilterModule(object):
     def filters(self):
-        return {"haproxy_in_flight": haproxy_in_flight, "haproxy_server_state": haproxy_server_state}
+        return {"haproxy_in_flight": haproxy_in_flight, "haproxy_server_state": haproxy_server_state,
+                "haproxy_server_states": haproxy_server_states}

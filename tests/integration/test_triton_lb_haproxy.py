@@ -195,9 +195,14 @@ class Sampler(object):
         self.thread.join(5)
 
 
-def status(lab):
+def status(lab, peers=False):
     proc, states = run_action(lab["inventory"], "status", lab["folder"])
     assert proc.returncode == 0, output(proc)
+    if peers:  # triton_lb_states: every server's state from one host's call, peers outside --limit included
+        (lab["folder"] / "t2.states").unlink()
+        proc, _ = run_action(lab["inventory"], "status", lab["folder"], limit="t2")
+        with open(str(lab["folder"] / "t2.states")) as handle:
+            assert json.load(handle) == states, "triton_lb_states disagrees with each host's triton_lb_state"
     return states
 
 
@@ -227,7 +232,7 @@ def test_drain_stops_new_requests_and_waits_for_the_one_in_flight(lab):
     assert late == [], "t1 got requests after it was drained: %s" % late
     assert not load.failures, load.failures[:5]
     assert sum(1 for when, who in load.answers if who == "t2" and when > seen.drained_at) > 20
-    assert status(lab) == {"t1": "drained", "t2": "up"}
+    assert status(lab, peers=True) == {"t1": "drained", "t2": "up"}
 
     proc, _ = run_action(lab["inventory"], "undrain", lab["folder"], limit="t1")
     assert proc.returncode == 0, output(proc)

@@ -75,3 +75,11 @@ def test_server_state_refuses_other_input():
         haproxy_server_state("Permission denied\n", "b1")
     with pytest.raises(AnsibleFilterError, match="string or a list of strings"):
         haproxy_server_state({"b1": "UP"}, "b1")
+
+
+def test_server_states_of_every_server_at_once():
+    from ansible_collections.aiops.triton.plugins.filter.haproxy import haproxy_server_states
+    text = fixture("servers-state-b1-drained-b2-maint.txt")
+    assert haproxy_server_states(text, ["b1", "b2", "lab-9"], "triton_http") == {"b1": "drained", "b2": "maint", "lab-9": "unknown"}
+    with pytest.raises(AnsibleFilterError, match="list of server names"):
+        haproxy_server_states(text, "b1")
