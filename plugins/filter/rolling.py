@@ -46,8 +46,8 @@ def drain_refusals(draining, membership, ordered_groups, states):
             continue
         known = ["%s %s" % (h, states[h]) for h in rest if h in states]
         unknown = [h for h in rest if h not in states]
-        detail = "; ".join(filter(None, ["others: " + ", ".join(known) if known else "",
-                                        "state unknown: " + ", ".join(unknown) if unknown else ""]))
+        parts = (["others: " + ", ".join(known)] if known else []) + (["state unknown: " + ", ".join(unknown)] if unknown else [])
+        detail = "; ".join(parts)
         problems.append("%s would have no host up (draining %s%s)" % (group, ", ".join(taken), "; " + detail if detail else ""))
     return problems
 
