@@ -21,7 +21,8 @@ TEST_VARS = {
     "triton_monitoring_runbook_base_url": "https://runbooks.example/monitoring.md",
 }
 TEST_VARS.update(dict(("triton_monitoring_alert_for_%s" % name, "5m") for name in (
-    "down", "not_ready", "failure_ratio", "queue_p99", "pending_requests", "gpu_memory", "gpu_utilization", "drift", "drift_stale")))
+    "down", "not_ready", "failure_ratio", "queue_p99", "pending_requests", "gpu_memory", "gpu_utilization", "drift", "drift_stale",
+    "lb_drained", "lb_down")))
 
 
 def role_file(*parts):
@@ -53,4 +54,16 @@ def render_file_sd(hostvars, job_hosts, port_var="triton_server_metrics_port", p
     context.update(role_file("vars", "main.yml"))
     context.update(hostvars=hostvars, _job_hosts=job_hosts, _port_var=port_var, _port_default=port_default)
     context.update(extra)
+    return json.loads(template.render(context))
+
+
+def render_file_sd_lb(hostvars, lb_hosts):
+    """templates/file_sd_lb.json.j2 (the load balancers' HAProxy exporters) with Ansible's to_json."""
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    env.filters["to_json"] = json.dumps
+    with open(os.path.join(ROLE, "templates", "file_sd_lb.json.j2")) as handle:
+        template = env.from_string(handle.read())
+    context = dict(role_file("defaults", "main.yml"))
+    context.update(role_file("vars", "main.yml"))
+    context.update(hostvars=hostvars, _triton_monitoring_lb_hosts=lb_hosts)
     return json.loads(template.render(context))

@@ -40,3 +40,15 @@ def test_exporter_port_defaults_and_per_host_override():
 
 def test_no_hosts_is_an_empty_list():
     assert render_file_sd({}, []) == []
+
+
+def test_load_balancers_are_scraped_on_their_exporter_port():
+    from monitoring_render import render_file_sd_lb
+    hostvars = {"lb-1": {"ansible_host": "10.0.0.9"}, "lb-2": {"triton_lb_metrics_port": 9405},
+                "lab-lb": {"triton_monitoring_target_address": "10.89.77.6", "ansible_host": "lab-lb"}}
+    assert render_file_sd_lb(hostvars, ["lb-1", "lb-2", "lab-lb"]) == [
+        {"targets": ["10.0.0.9:8405"], "labels": {"host": "lb-1"}},
+        {"targets": ["lb-2:9405"], "labels": {"host": "lb-2"}},
+        {"targets": ["10.89.77.6:8405"], "labels": {"host": "lab-lb"}},
+    ]
+    assert render_file_sd_lb({}, []) == []
