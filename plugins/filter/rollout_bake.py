@@ -29,9 +29,15 @@ def rollout_bake_baseline(plan, batch):
     return rollout_bake.baseline_names(plan or {}, list(batch))
 
 
+def rollout_bake_problems(settings):
+    """Problems with the triton_rollout_bake_* variables, for the validation play."""
+    return rollout_bake.settings_problems(dict(settings or {}))
+
+
 class FilterModule(object):
     def filters(self):
         return {
             "rollout_bake_hosts": rollout_bake_hosts,
             "rollout_bake_baseline": rollout_bake_baseline,
+            "rollout_bake_problems": rollout_bake_problems,
         }

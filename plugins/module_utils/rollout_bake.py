@@ -533,3 +533,53 @@ def baseline_names(plan, batch):
     if not positions:
         return []
     return order[max(positions) + 1:]
+
+
+# The rollout's variables for the bake (fleet-wide, like triton_rollout_groups) -> this module's options.
+SETTINGS = {
+    "triton_rollout_bake_seconds": "bake_seconds",
+    "triton_rollout_bake_max_failure_ratio": "max_failure_ratio",
+    "triton_rollout_bake_max_latency_ms": "max_latency_ms",
+    "triton_rollout_bake_max_latency_ratio": "max_latency_ratio",
+    "triton_rollout_bake_min_requests": "min_requests",
+    "triton_rollout_bake_prometheus_url": "prometheus_url",
+    "triton_rollout_bake_prometheus_host_label": "prometheus_host_label",
+    "triton_rollout_bake_prometheus_job": "prometheus_job",
+}
+
+
+def _number(value):
+    return not isinstance(value, bool) and isinstance(value, (int, float))
+
+
+def settings_problems(settings):
+    """Problems with the rollout's bake variables (name -> value; unset ones absent or None), for the
+    validation play: found before any host changes, not when the first batch is baked."""
+    problems = []
+    for name, value in sorted((settings or {}).items()):
+        if name not in SETTINGS:
+            problems.append("%s is not a bake setting (known: %s)" % (name, ", ".join(sorted(SETTINGS))))
+            continue
+        if value is None or value == "":
+            continue
+        option = SETTINGS[name]
+        if option in ("prometheus_url", "prometheus_host_label", "prometheus_job"):
+            if not isinstance(value, str):
+                problems.append("%s must be a string, got %r" % (name, value))
+            elif option == "prometheus_url" and not re.match(r"^https?://[^/\s]+", value):
+                problems.append("%s must be an http(s) URL, got %r" % (name, value))
+            elif option == "prometheus_host_label" and not _LABEL_NAME.match(value):
+                problems.append("%s must be a Prometheus label name, got %r" % (name, value))
+            continue
+        if option == "min_requests":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                problems.append("%s must be an integer of 0 or more, got %r" % (name, value))
+        elif not _number(value):
+            problems.append("%s must be a number, got %r" % (name, value))
+        elif option == "bake_seconds" and value < 0:
+            problems.append("%s must be 0 or more (0: no bake), got %r" % (name, value))
+        elif option == "max_failure_ratio" and not 0.0 <= value <= 1.0:
+            problems.append("%s must be between 0 and 1, got %r" % (name, value))
+        elif option in ("max_latency_ms", "max_latency_ratio") and value <= 0:
+            problems.append("%s must be positive, got %r" % (name, value))
+    return problems

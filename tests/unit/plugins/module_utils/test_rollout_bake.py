@@ -440,3 +440,24 @@ def test_bake_hosts_and_baseline():
     assert rb.baseline_names(plan, ["c", "b"]) == ["d"]
     assert rb.baseline_names(plan, ["d"]) == []
     assert rb.baseline_names(plan, ["not-planned"]) == []
+
+
+def test_settings_problems():
+    good = {"triton_rollout_bake_seconds": 120, "triton_rollout_bake_max_failure_ratio": 0.01,
+            "triton_rollout_bake_max_latency_ms": None, "triton_rollout_bake_max_latency_ratio": 2,
+            "triton_rollout_bake_min_requests": 50, "triton_rollout_bake_prometheus_url": "http://10.89.77.2:9090",
+            "triton_rollout_bake_prometheus_host_label": "host", "triton_rollout_bake_prometheus_job": ""}
+    assert rb.settings_problems(good) == []
+    bad = {"triton_rollout_bake_seconds": "60s", "triton_rollout_bake_max_failure_ratio": 5,
+           "triton_rollout_bake_max_latency_ms": 0, "triton_rollout_bake_min_requests": 1.5,
+           "triton_rollout_bake_prometheus_url": "prometheus:9090", "triton_rollout_bake_prometheus_host_label": "a-b",
+           "triton_rollout_bake_secnds": 1}
+    assert rb.settings_problems(bad) == [
+        "triton_rollout_bake_max_failure_ratio must be between 0 and 1, got 5",
+        "triton_rollout_bake_max_latency_ms must be positive, got 0",
+        "triton_rollout_bake_min_requests must be an integer of 0 or more, got 1.5",
+        "triton_rollout_bake_prometheus_host_label must be a Prometheus label name, got 'a-b'",
+        "triton_rollout_bake_prometheus_url must be an http(s) URL, got 'prometheus:9090'",
+        "triton_rollout_bake_secnds is not a bake setting (known: %s)" % ", ".join(sorted(rb.SETTINGS)),
+        "triton_rollout_bake_seconds must be a number, got '60s'",
+    ]
