@@ -1,6 +1,7 @@
 """Ask the deployed models what an ops agent would ask, over gRPC, and print the answers.
 
-For each Triton server (``--url host:8001``, repeatable, or ``--lab`` for every running lab host):
+For each Triton endpoint (``--url host:8001``, repeatable; ``--lab``: through the lab's load balancer lab-lb,
+HAProxy's gRPC frontend, as a client of the fleet would; ``--lab-hosts``: every running lab host directly):
 
   anomaly_detector    is anything wrong in the last 5 minutes of 20 host metrics?  (a normal window and
                       one whose p99 latency steps up)
@@ -14,6 +15,7 @@ Needs numpy and tritonclient[grpc] (the controller's .venv has both).
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -131,9 +133,9 @@ class OpsAgent(object):
                 "forecast": self.forecast()}
 
 
-def lab_urls(port=8001):
-    """host:port of every running lab host (podman label aiops.lab.host=1) on the lab bridge."""
-    names = subprocess.run(["podman", "ps", "--filter", "label=aiops.lab.host=1", "--format", "{{.Names}}"],
+def lab_urls(port=8001, label="aiops.lab.host=1"):
+    """(name, host:port) of every running lab container with ``label`` (default: the Triton hosts) on the lab bridge."""
+    names = subprocess.run(["podman", "ps", "--filter", "label=" + label, "--format", "{{.Names}}"],
                            capture_output=True, text=True, check=True).stdout.split()
     urls = []
     for name in sorted(names):
@@ -142,6 +144,13 @@ def lab_urls(port=8001):
         if addr:
             urls.append((name, "%s:%d" % (addr[0], port)))
     return urls
+
+
+def lab_lb_urls():
+    """The lab load balancer's gRPC frontend: AIOPS_LAB_LB_GRPC (lab/labctl.py env), else lab-lb's address."""
+    if os.environ.get("AIOPS_LAB_LB_GRPC"):
+        return [("lab-lb", os.environ["AIOPS_LAB_LB_GRPC"])]
+    return lab_urls(label="aiops.lab.lb=1")
 
 
 def print_answers(name, answers):
@@ -158,13 +167,17 @@ def print_answers(name, answers):
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Ask the deployed ops models what an ops agent would ask (gRPC, with retry).")
     parser.add_argument("--url", action="append", default=[], help="Triton gRPC endpoint host:port (repeatable)")
-    parser.add_argument("--lab", action="store_true", help="every running lab host (lab/labctl.py up)")
+    parser.add_argument("--lab", action="store_true", help="through the lab's load balancer (lab-lb, lab/labctl.py up)")
+    parser.add_argument("--lab-hosts", action="store_true", help="every running lab host directly, not through the load balancer")
     parser.add_argument("--attempts", type=int, default=5, help="tries per call for transient gRPC failures")
     parser.add_argument("--json", action="store_true", help="print the answers as JSON")
     args = parser.parse_args(argv)
-    targets = [(url, url) for url in args.url] + (lab_urls() if args.lab else [])
+    lb = lab_lb_urls() if args.lab else []
+    if args.lab and not lb:
+        parser.error("--lab: no lab load balancer runs (lab/labctl.py up starts lab-lb); --lab-hosts asks each host")
+    targets = [(url, url) for url in args.url] + lb + (lab_urls() if args.lab_hosts else [])
     if not targets:
-        parser.error("give --url host:port or --lab")
+        parser.error("give --url host:port, --lab or --lab-hosts")
     results, failed = [], []
     for name, url in targets:
         try:

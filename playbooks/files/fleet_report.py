@@ -4,8 +4,8 @@ playbooks/verify.yml collects, read-only, per host: triton_verify's result (serv
 model's versions and states in Triton's index, golden cases, a short latency burst), nvidia_gpu_info's
 result, and triton_model_config run in check mode (config drift). This turns that raw file into
 
-    fleet-report.json   per host: Triton version, per model pinned vs READY versions, golden cases,
-                        p50/p99, GPUs, drift sentences
+    fleet-report.json   per host: Triton version, load-balancer state, per model pinned vs READY versions,
+                        golden cases, p50/p99, GPUs, drift sentences
     fleet-report.html   one self-contained page: a table per rollout group and, per model, a latency
                         plot across hosts (matplotlib, embedded as base64 PNG)
 
@@ -23,6 +23,8 @@ import os
 import sys
 
 UNGROUPED = "(no rollout group)"
+# Load-balancer states in which a host gets no requests.
+OUT_OF_TRAFFIC = ("drained", "maint", "down")
 
 
 # -- the report as data -----------------------------------------------------------------------------
@@ -61,7 +63,9 @@ def host_report(raw, rollout_groups):
              "gpu_status": gpu.get("status"), "gpu_message": gpu.get("message"),
              "gpus": [dict((k, g.get(k)) for k in ("index", "name", "uuid", "memory_total_mib", "driver_version"))
                       for g in gpu.get("gpus", [])],
-             "models": [], "drift": [], "failures": list(verify.get("failures", []))}
+             "models": [], "drift": [], "failures": list(verify.get("failures", [])),
+             # roles/triton_lb status: up, drained, down, maint; unknown without a load balancer or when unread
+             "lb_state": raw.get("lb_state") or "unknown", "lb_error": raw.get("lb_error") or ""}
     if not server:
         entry["failures"] = [verify.get("msg") or "triton_verify returned nothing"]
     for pin in raw.get("pinned", []):
@@ -94,7 +98,8 @@ def build(raw):
             "rollout_groups": groups, "hosts": hosts,
             "summary": {"hosts": len(hosts), "passed": sum(1 for h in hosts if h["passed"]),
                         "drifted": sorted(h["host"] for h in hosts if h["drift"]),
-                        "failed": sorted(h["host"] for h in hosts if h["failures"])}}
+                        "failed": sorted(h["host"] for h in hosts if h["failures"]),
+                        "out_of_traffic": sorted(h["host"] for h in hosts if h["lb_state"] in OUT_OF_TRAFFIC)}}
 
 
 # -- the page ---------------------------------------------------------------------------------------
@@ -133,27 +138,32 @@ def _versions(values):
     return ", ".join(str(v) for v in values) or "-"
 
 
+def _lb_cell(host):
+    text = host["lb_state"] + (" (%s)" % host["lb_error"] if host["lb_error"] else "")
+    return _cell(text, host["lb_state"] in OUT_OF_TRAFFIC or bool(host["lb_error"]))
+
+
 def _group_table(hosts):
-    rows = ["<table>", "<tr><th>Host</th><th>Triton</th><th>GPUs</th><th>Model</th><th>Pinned</th><th>READY</th>"
+    rows = ["<table>", "<tr><th>Host</th><th>Load balancer</th><th>Triton</th><th>GPUs</th><th>Model</th><th>Pinned</th><th>READY</th>"
             "<th>Golden cases</th><th>p50 ms</th><th>p99 ms</th><th>Drift</th></tr>"]
     for host in hosts:
         gpus = ", ".join("%s %s" % (g["index"], g["name"]) for g in host["gpus"]) or (host["gpu_message"] or "none")
         if not host["models"] or not host["reachable"]:
-            rows.append("<tr>%s%s%s<td colspan=7 class=bad>%s</td></tr>" % (
-                _cell(host["host"]), _cell(host["triton_version"] or "unreachable", not host["reachable"]), _cell(gpus),
+            rows.append("<tr>%s%s%s%s<td colspan=7 class=bad>%s</td></tr>" % (
+                _cell(host["host"]), _lb_cell(host), _cell(host["triton_version"] or "unreachable", not host["reachable"]), _cell(gpus),
                 html.escape("; ".join(host["failures"] + host["drift"]) or "no models pinned")))
             continue
         for model in host["models"]:
             golden = model["golden"]
             lat = model["latency"] or {}
             drift = [d.split(": ", 1)[1] for d in host["drift"] if d.startswith(model["name"] + ": ")]
-            rows.append("<tr>%s%s%s%s%s%s%s%s%s%s</tr>" % (
-                _cell(host["host"]), _cell(host["triton_version"]), _cell(gpus), _cell(model["name"]),
+            rows.append("<tr>%s%s%s%s%s%s%s%s%s%s%s</tr>" % (
+                _cell(host["host"]), _lb_cell(host), _cell(host["triton_version"]), _cell(gpus), _cell(model["name"]),
                 _cell(_versions(model["pinned"])), _cell(_versions(model["ready"]), model["ready"] != model["pinned"]),
                 _cell("%d/%d" % (golden["passed"], golden["total"]), golden["passed"] != golden["total"] or not golden["total"]),
                 _cell(lat.get("p50_ms", "-")), _cell(lat.get("p99_ms", "-")), _cell("; ".join(drift) or "none", bool(drift))))
             if model["config_diff"]:
-                rows.append('<tr><td colspan=10><pre>%s</pre></td></tr>' % html.escape(model["config_diff"]))
+                rows.append('<tr><td colspan=11><pre>%s</pre></td></tr>' % html.escape(model["config_diff"]))
     rows.append("</table>")
     return "\n".join(rows)
 
@@ -165,9 +175,10 @@ def render_html(report, plots):
              "td,th{border:1px solid #bbb;padding:3px 8px;text-align:left}th{background:#eee}"
              "td.bad{background:#fdd}pre{margin:0;font-size:85%}</style></head><body>",
              "<h1>Triton fleet report</h1>",
-             "<p>Generated %s: %d hosts, %d passed; drift on %s.</p>" % (
+             "<p>Generated %s: %d hosts, %d passed; drift on %s; out of traffic on the load balancer: %s.</p>" % (
                  html.escape(report["generated"]), report["summary"]["hosts"], report["summary"]["passed"],
-                 html.escape(", ".join(report["summary"]["drifted"]) or "none"))]
+                 html.escape(", ".join(report["summary"]["drifted"]) or "none"),
+                 html.escape(", ".join(report["summary"]["out_of_traffic"]) or "none"))]
     for group in groups:
         members = [h for h in report["hosts"] if (h["group"] or UNGROUPED) == group]
         if members:
@@ -206,8 +217,9 @@ def main(argv=None):
         parser.error("cannot read %s: %s" % (args.raw, exc))
     report, json_path, html_path = write(raw, args.out)
     summary = report["summary"]
-    print("fleet report: %d hosts, %d passed, drift on: %s, failures on: %s" % (
-        summary["hosts"], summary["passed"], ", ".join(summary["drifted"]) or "none", ", ".join(summary["failed"]) or "none"))
+    print("fleet report: %d hosts, %d passed, drift on: %s, failures on: %s, out of traffic: %s" % (
+        summary["hosts"], summary["passed"], ", ".join(summary["drifted"]) or "none", ", ".join(summary["failed"]) or "none",
+        ", ".join(summary["out_of_traffic"]) or "none"))
     print("fleet report JSON: %s" % os.path.abspath(json_path))
     print("fleet report HTML: %s" % os.path.abspath(html_path))
     return 0

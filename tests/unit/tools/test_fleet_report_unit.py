@@ -21,7 +21,7 @@ def test_an_unreachable_host_is_reported_with_the_reason_not_as_drift():
     assert host["group"] == "triton_wave_1" and host["reachable"] is False and host["passed"] is False
     assert host["failures"] == [UNREACHABLE["verify"]["msg"]]
     assert host["drift"] == []  # nothing is known about its versions, so nothing is claimed
-    assert report["summary"] == {"hosts": 1, "passed": 0, "drifted": [], "failed": ["gpu-7"]}
+    assert report["summary"] == {"hosts": 1, "passed": 0, "drifted": [], "failed": ["gpu-7"], "out_of_traffic": []}
     page = fleet_report.render_html(report, {})
     assert "<h2>Rollout group triton_wave_1</h2>" in page and "unreachable" in page and "is not live after 5s" in page
 
@@ -33,3 +33,18 @@ def test_a_failed_config_check_is_drift_with_its_reason():
     (host,) = fleet_report.build({"rollout_groups": [], "hosts": [raw]})["hosts"]
     assert host["group"] is None and host["models"][0]["ready"] == [2]
     assert host["drift"] == ["m: config.pbtxt cannot be checked: config.pbtxt is not valid"]
+
+
+def test_load_balancer_state_per_host_and_hosts_out_of_traffic():
+    serving = dict(UNREACHABLE, host="gpu-1", lb_state="up")
+    drained = dict(UNREACHABLE, host="gpu-2", lb_state="drained")
+    unread = dict(UNREACHABLE, host="gpu-3", lb_error="socat: connection refused")
+    report = fleet_report.build({"rollout_groups": ["triton_wave_1"], "hosts": [serving, drained, unread, UNREACHABLE]})
+    assert [(h["host"], h["lb_state"]) for h in report["hosts"]] == [
+        ("gpu-1", "up"), ("gpu-2", "drained"), ("gpu-3", "unknown"), ("gpu-7", "unknown")]
+    assert report["summary"]["out_of_traffic"] == ["gpu-2"]
+    page = fleet_report.render_html(report, {})
+    assert "<th>Load balancer</th>" in page
+    assert '<td class="bad">drained</td>' in page and '<td class="">up</td>' in page
+    assert '<td class="bad">unknown (socat: connection refused)</td>' in page
+    assert "out of traffic on the load balancer: gpu-2." in page

@@ -47,3 +47,21 @@ def test_the_incident_window_differs_from_the_normal_one_only_in_p99_latency():
     assert normal.shape == (60, 20) and normal.dtype.name == "float32"
     changed = sorted(set(int(c) for c in (normal != incident).nonzero()[1]))
     assert [ops_client.METRICS[c][0] for c in changed] == ["latency_p99_ms"]
+
+
+def test_lab_goes_through_the_load_balancer(monkeypatch):
+    monkeypatch.setenv("AIOPS_LAB_LB_GRPC", "10.89.77.6:8001")
+    assert ops_client.lab_lb_urls() == [("lab-lb", "10.89.77.6:8001")]
+    asked = []
+    monkeypatch.setattr(ops_client, "OpsAgent", lambda url, attempts: asked.append(url) or pytest.fail("stop here"))
+    with pytest.raises(pytest.fail.Exception):
+        ops_client.main(["--lab"])
+    assert asked == ["10.89.77.6:8001"]
+
+
+def test_lab_without_a_load_balancer_says_so(monkeypatch, capsys):
+    monkeypatch.delenv("AIOPS_LAB_LB_GRPC", raising=False)
+    monkeypatch.setattr(ops_client, "lab_urls", lambda port=8001, label="aiops.lab.host=1": [])
+    with pytest.raises(SystemExit):
+        ops_client.main(["--lab"])
+    assert "no lab load balancer runs" in capsys.readouterr().err
