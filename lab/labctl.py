@@ -429,9 +429,10 @@ def start_lb(os_name):
         log("%s already running" % LB_HOST)
         return False
     podman("rm", "-f", LB_HOST, check=False)
+    # CAP_SYS_ADMIN like the hosts: Debian's haproxy.service sets up a mount namespace (BindReadOnlyPaths).
     podman("run", "-d", "--name", LB_HOST, "--hostname", LB_HOST, "--label", LABEL, "--label", "aiops.lab.lb=1",
            "--restart=always", "--network", NETWORK, "--systemd=always", "--tmpfs", "/tmp", "--tmpfs", "/run",
-           IMAGE.format(os=os_name), "/sbin/init")
+           *HOST_CAPS, IMAGE.format(os=os_name), "/sbin/init")
     return True
 
 
