@@ -548,8 +548,22 @@ SETTINGS = {
 }
 
 
-def _number(value):
-    return not isinstance(value, bool) and isinstance(value, (int, float))
+# Every inventory variable of the bake, for the validation play's unknown-variable check.
+VARIABLES = frozenset(list(SETTINGS) + ["triton_rollout_bake_metrics_url"])
+
+
+def _as_number(value, kind=float):
+    """``value`` as the module would take it (a number, or a string of one), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)) and (kind is float or isinstance(value, int)):
+        return value
+    if isinstance(value, str):
+        try:
+            return kind(value.strip())
+        except ValueError:
+            return None
+    return None
 
 
 def settings_problems(settings):
@@ -572,14 +586,17 @@ def settings_problems(settings):
                 problems.append("%s must be a Prometheus label name, got %r" % (name, value))
             continue
         if option == "min_requests":
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            count = _as_number(value, int)
+            if count is None or count < 0:
                 problems.append("%s must be an integer of 0 or more, got %r" % (name, value))
-        elif not _number(value):
+            continue
+        number = _as_number(value)
+        if number is None or math.isnan(number):
             problems.append("%s must be a number, got %r" % (name, value))
-        elif option == "bake_seconds" and value < 0:
+        elif option == "bake_seconds" and number < 0:
             problems.append("%s must be 0 or more (0: no bake), got %r" % (name, value))
-        elif option == "max_failure_ratio" and not 0.0 <= value <= 1.0:
+        elif option == "max_failure_ratio" and not 0.0 <= number <= 1.0:
             problems.append("%s must be between 0 and 1, got %r" % (name, value))
-        elif option in ("max_latency_ms", "max_latency_ratio") and value <= 0:
+        elif option in ("max_latency_ms", "max_latency_ratio") and number <= 0:
             problems.append("%s must be positive, got %r" % (name, value))
     return problems

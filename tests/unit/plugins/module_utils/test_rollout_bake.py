@@ -443,9 +443,9 @@ def test_bake_hosts_and_baseline():
 
 
 def test_settings_problems():
-    good = {"triton_rollout_bake_seconds": 120, "triton_rollout_bake_max_failure_ratio": 0.01,
+    good = {"triton_rollout_bake_seconds": "120", "triton_rollout_bake_max_failure_ratio": 0.01,
             "triton_rollout_bake_max_latency_ms": None, "triton_rollout_bake_max_latency_ratio": 2,
-            "triton_rollout_bake_min_requests": 50, "triton_rollout_bake_prometheus_url": "http://10.89.77.2:9090",
+            "triton_rollout_bake_min_requests": "50", "triton_rollout_bake_prometheus_url": "http://10.89.77.2:9090",
             "triton_rollout_bake_prometheus_host_label": "host", "triton_rollout_bake_prometheus_job": ""}
     assert rb.settings_problems(good) == []
     bad = {"triton_rollout_bake_seconds": "60s", "triton_rollout_bake_max_failure_ratio": 5,
