@@ -16,8 +16,11 @@ TEXT = ('nv_inference_request_success{{model="m",version="1"}} {s}\n'
 
 
 def run(capsys, monkeypatch, rounds=None, check_mode=False, **args):
-    slept = []
+    slept, warned = [], []
     monkeypatch.setattr(triton_rollout_bake.time, "sleep", slept.append)
+    # where module.warn's text lands depends on what else the process imported (controller code routes it to
+    # Display): record the calls instead
+    monkeypatch.setattr(triton_rollout_bake.AnsibleModule, "warn", lambda self, text: warned.append(text))
     answers = list(rounds or [])
 
     def fetcher(timeout, validate_certs):
@@ -32,7 +35,7 @@ def run(capsys, monkeypatch, rounds=None, check_mode=False, **args):
         with pytest.raises(SystemExit):
             triton_rollout_bake.main()
     result = json.loads(capsys.readouterr().out)
-    result["slept"] = slept
+    result["slept"], result["warned"] = slept, warned
     return result
 
 
@@ -53,7 +56,7 @@ def test_clean_window_passes_in_check_mode_too(capsys, monkeypatch):
     result = run(capsys, monkeypatch, rounds, check_mode=True, changed_hosts=CANARY, models=["m"], bake_seconds=1,
                  max_failure_ratio=0.01, max_latency_ms=2)
     assert not result.get("failed") and result["passed"] and not result["changed"]
-    assert result["models"]["m"]["changed"]["requests"] == 50
+    assert result["models"]["m"]["changed"]["requests"] == 50 and result["warned"] == []
     assert result["limits"] == {"max_failure_ratio": 0.01, "max_latency_ms": 2.0, "max_latency_ratio": 1.5, "min_requests": 0}
 
 
@@ -61,9 +64,7 @@ def test_no_traffic_passes_with_a_warning(capsys, monkeypatch):
     rounds = [{"lab-1": TEXT.format(s=7, f=0, d=70)}] * 2
     result = run(capsys, monkeypatch, rounds, changed_hosts=CANARY, models=["m"], group="triton_canary", bake_seconds=1)
     assert result["passed"]
-    # ansible-core 2.19 returns warnings as events
-    assert [w["event"]["msg"] if isinstance(w, dict) else w for w in result["warnings"]] == [
-        "bake: m: no requests on triton_canary in the window, nothing to judge"]
+    assert result["warned"] == ["bake: m: no requests on triton_canary in the window, nothing to judge"]
 
 
 @pytest.mark.parametrize("args, msg", [
