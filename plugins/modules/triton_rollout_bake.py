@@ -20,7 +20,7 @@ description:
     C(nv_inference_request_failure) over all its C(reason) labels, C(nv_inference_count),
     C(nv_inference_request_duration_us), C(nv_inference_queue_duration_us)), summed over the versions of
     each model and over the hosts of each group.
-  - With O(prometheus_url), from a Prometheus server that scrapes the hosts, by one C(increase()) query
+  - With O(prometheus_url), from a Prometheus server that scrapes the hosts, by one PromQL C(increase) query
     per counter over the window at its end. Without it, from each host's Triton C(/metrics), read at the
     start and at the end of the window. A counter that went down in between (Triton restarted) counts from
     0 again, never negative; a series that appears in the window (a version loaded) counts from 0.
@@ -77,7 +77,7 @@ options:
   bake_seconds:
     description:
       - How long to watch the live traffic, in seconds. With Prometheus make it several scrape intervals,
-        or C(increase()) has too few samples to see anything.
+        or PromQL's C(increase) has too few samples to see anything.
     type: float
     default: 60
   max_failure_ratio:
