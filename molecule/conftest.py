@@ -4,20 +4,22 @@ testinfra reaches molecule hosts through ansible, seconds per command, so a scen
 state with one command and its tests check that snapshot.
 """
 
-import shlex
-
 import pytest
+
+import scenario_checks  # molecule/scenario_checks.py: pytest puts this conftest's directory on sys.path
 
 
 @pytest.fixture(scope="module")
 def snapshot(host):
-    """Return take(commands): run each named shell command once, return {name: output}."""
+    """Return take(commands): run each named shell command once, return {name: output}.
+
+    Each command's own exit status is checked (not only the script's last): a command that failed would
+    leave an empty section, and an assertion that something is "not in" it would pass without looking.
+    """
     def take(commands):
-        script = "; ".join("echo '@@%s'; %s" % (name, command) for name, command in commands.items())
-        out = host.check_output("sh -c %s" % shlex.quote(script))
-        sections = {}
-        for chunk in out.split("@@")[1:]:
-            name, _sep, body = chunk.partition("\n")
-            sections[name] = body.strip()
-        return sections
+        result = host.run(scenario_checks.snapshot_command(commands))
+        try:
+            return scenario_checks.parse_snapshot(result.stdout)
+        except scenario_checks.SnapshotError as exc:
+            pytest.fail("%s (stderr: %s)" % (exc, result.stderr[-1000:]))
     return take

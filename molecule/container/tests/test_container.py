@@ -27,6 +27,7 @@ def state(snapshot):
         "status": "cat /proc/$(podman container inspect tritonserver | python3 -c "
                   "'import json, sys; print(json.load(sys.stdin)[0][\"State\"][\"Pid\"])')/status",
         "key_file": "stat -c '%U:%G %a' /etc/tritonserver/api-key",
+        "key_content": "cat /etc/tritonserver/api-key",
         "ready": "curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8000/v2/health/ready",
         "exposure": "systemd-analyze security %s 2>&1 | tail -1" % UNIT,
     })
@@ -70,6 +71,11 @@ def test_container_is_locked_down(state, inspect):
 def test_key_is_in_no_command_line(state, inspect):
     key = os.environ["AIOPS_LAB_TRITON_API_KEY"]
     assert len(key) >= 16
+    # positive controls: the key searched for is the host's, and the views searched hold Triton's command
+    # line (a view that came back empty would pass every "not in" below)
+    assert state["key_content"] == key
+    assert "tritonserver" in state["argv"] and "--http-restricted-api=" in state["argv"]
+    assert "--http-restricted-api=" in state["inspect"] and "--http-restricted-api=" in state["exec_start"]
     assert key not in state["argv"]
     assert key not in state["inspect"]
     assert key not in state["exec_start"]
