@@ -1,9 +1,12 @@
 """Checks the molecule scenarios make, kept apart so that unit tests (tests/unit/molecule/
 test_scenario_checks.py) can feed them what a broken implementation would leave and watch them fail.
 
-- snapshots (molecule/conftest.py): a host's state read with one command, each command's exit checked.
+- snapshots (molecule/conftest.py): a host's state read with one command, each command's exit checked;
+- the rollout summary (the drivers): why a host was rolled back, read from the summary's structured line.
 """
 
+import json
+import re
 import shlex
 
 # -- snapshots of a host (molecule/conftest.py) ---------------------------------------------------
@@ -42,3 +45,53 @@ class SnapshotError(Exception):
 
 def snapshot_command(commands):
     return "sh -c %s" % shlex.quote(snapshot_script(commands))
+
+
+# -- the rollout summary -------------------------------------------------------------------------
+# The drivers run ansible-playbook with these: ANSIBLE_CALLBACK_RESULT_FORMAT=json, not molecule's yaml, so a
+# summary line is one JSON string on one log line (yaml may fold it anywhere).
+ROLLOUT_ENV = {"ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1", "ANSIBLE_CALLBACK_RESULT_FORMAT": "json"}
+CANDIDATE_SUFFIX = "__candidate"
+
+
+def summary_lines(log, host):
+    """The rollout summary lines for host, as playbooks/models.yml prints them (in log order)."""
+    lines = []
+    for raw in log.splitlines():
+        text = raw.strip().rstrip(",")
+        if not (text.startswith('"') and text.endswith('"')):
+            continue
+        try:
+            line = json.loads(text)
+        except ValueError:
+            continue
+        if line.startswith("%s [" % host):
+            lines.append(line)
+    return lines
+
+
+def golden_case_failures(log, host, model, version):
+    """The golden case names the host's rollback gave as its reason, for model (or its candidate) at version.
+
+    Read from the last summary line of the host that says "rolled back" and carries an error (the
+    rollout outcome, set from aiops.triton.triton_verify's message: "<model>: version <v>: golden case
+    '<name>' over <protocol>: ..."). Empty when the host was not rolled back for that model's golden cases.
+    """
+    rolled = [line for line in summary_lines(log, host) if re.match(r"%s \[[^\]]*\]: rolled back\b" % re.escape(host), line)]
+    if not rolled or " -- " not in rolled[-1]:
+        return []
+    error = rolled[-1].split(" -- ", 1)[1]
+    pattern = r"(?<![\w.-])%s(?:%s)?: version %d: golden case '([^']+)' over " % (
+        re.escape(model), re.escape(CANDIDATE_SUFFIX), int(version))
+    return sorted(set(re.findall(pattern, error)))
+
+
+def rolled_back_for_golden_cases(log, host, model, version, case_names):
+    """None when host was rolled back because model version failed one of case_names; else why not."""
+    failed = golden_case_failures(log, host, model, version)
+    named = sorted(set(failed) & set(case_names))
+    if named:
+        return None
+    lines = summary_lines(log, host)
+    return ("%s was not rolled back for a golden case of %s version %s (cases %s); its summary: %s"
+            % (host, model, version, sorted(case_names), lines[-1] if lines else "none"))

@@ -3,8 +3,9 @@
 Run from side_effect.yml on the controller against the scenario's inventory:
   1. anomaly_detector 1 -> 2 (and ops_pipeline, which needs 2) with playbooks/model_upgrade.yml: rc 0,
      the host serves exactly the new pins, and the same container kept running (a hot update);
-  2. the broken anomaly_detector 3 (prepare.yml published it): the run fails verification, the host is
-     rolled back and serves 2 again, same container;
+  2. the broken anomaly_detector 3 (prepare.yml published it): the run fails verification of v3's golden
+     cases (the rollout summary says so, molecule/scenario_checks.py), the host is rolled back and serves 2
+     again, same container;
   3. kill -9 of the container's main process on the host: systemd restarts the unit, a new container
      serves the same models, inference answers.
 Writes what it saw to --results and exits non-zero on the first broken promise.
@@ -19,6 +20,9 @@ import time
 import urllib.request
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "molecule"))
+import scenario_checks  # noqa: E402  (molecule/scenario_checks.py, unit-tested in tests/unit/molecule)
+
 HOST = "container-1"
 KEY_HEADER = "triton-admin-key"
 
@@ -78,18 +82,27 @@ def classify(ip, text):
     return dict((o["name"], o["data"]) for o in json.loads(out)["outputs"])
 
 
-def upgrade(inventory, workdir, name, anomaly):
-    pins = [{"name": "anomaly_detector", "versions": anomaly}, {"name": "alert_classifier", "versions": [1]},
-            {"name": "metric_forecaster", "versions": [1]}, {"name": "ops_pipeline", "versions": [1]}]
-    env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
+def playbook(inventory, workdir, name, path, extra_vars):
+    env = dict(os.environ, **scenario_checks.ROLLOUT_ENV)
     proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory,
-                           os.path.join(ROOT, "playbooks", "model_upgrade.yml"),
-                           "-e", json.dumps({"triton_models_list": pins})],
+                           os.path.join(ROOT, path), "-e", json.dumps(extra_vars)],
                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=1800, check=False)
     log = os.path.join(workdir, "%s.log" % name)
     with open(log, "w") as handle:
         handle.write(proc.stdout + "\n--- stderr ---\n" + proc.stderr)
     return proc.returncode, log
+
+
+def upgrade(inventory, workdir, name, anomaly):
+    pins = [{"name": "anomaly_detector", "versions": anomaly}, {"name": "alert_classifier", "versions": [1]},
+            {"name": "metric_forecaster", "versions": [1]}, {"name": "ops_pipeline", "versions": [1]}]
+    return playbook(inventory, workdir, name, "playbooks/model_upgrade.yml", {"triton_models_list": pins})
+
+
+def broken_case_names(workdir):
+    """The golden case names of the broken version 3 (files/publish_broken.py wrote them)."""
+    with open(os.path.join(workdir, "broken_repository", "anomaly_detector", "3", "golden_cases.json")) as handle:
+        return [case["name"] for case in json.load(handle)["cases"]]
 
 
 def main():
@@ -128,9 +141,14 @@ def main():
     results["rollback"] = {"rc": rc, "seconds": round(time.time() - started, 1), "serving": serving(ip),
                            "container_kept": container()["id"] == before["id"]}
     with open(log) as handle:
-        results["rollback"]["verification_failed"] = "golden" in handle.read().lower()
+        text = handle.read()
+    cases = broken_case_names(workdir)
+    results["rollback"]["broken_cases"] = cases
+    results["rollback"]["golden_cases_failed"] = scenario_checks.golden_case_failures(text, HOST, "anomaly_detector", 3)
+    results["rollback"]["summary"] = scenario_checks.summary_lines(text, HOST)
     check(rc != 0, "broken version 3 was accepted (log %s)" % log)
-    check(results["rollback"]["verification_failed"], "broken v3 failed for another reason than its golden cases (log %s)" % log)
+    why = scenario_checks.rolled_back_for_golden_cases(text, HOST, "anomaly_detector", 3, cases)
+    check(why is None, "broken v3: %s (log %s)" % (why, log))
     check(results["rollback"]["serving"].get("anomaly_detector") == [2],
           "after the rollback: serving %s" % results["rollback"]["serving"])
 

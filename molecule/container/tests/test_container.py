@@ -96,8 +96,11 @@ def test_hot_update_kept_the_container(side_effect):
 
 
 def test_broken_version_rolled_back(side_effect):
+    # the rollout summary names anomaly_detector (or its candidate), version 3 and cases v3 really has
+    # (molecule/scenario_checks.py; a failure at sync or load fails this: tests/unit/molecule)
     back = side_effect["rollback"]
-    assert back["rc"] != 0 and back["verification_failed"]
+    assert back["rc"] != 0
+    assert back["golden_cases_failed"] and set(back["golden_cases_failed"]) <= set(back["broken_cases"]), back["summary"]
     assert back["serving"]["anomaly_detector"] == [2]
 
 

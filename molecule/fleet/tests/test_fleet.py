@@ -72,3 +72,5 @@ def test_broken_version_stopped_at_the_canary(results):
     broken = results["rollouts"]["broken_v3"]
     assert all(3 not in v for v in broken["wave_1_on_disk"].values()), broken["wave_1_on_disk"]
     assert any("fleet-1 [triton_canary]: rolled back" in line for line in broken["summary"]), broken["summary"]
+    # for v3's golden cases (the driver's scenario_checks), not for a failure at sync or load
+    assert broken["golden_cases_failed"] and set(broken["golden_cases_failed"]) <= set(broken["broken_cases"]), broken["summary"]

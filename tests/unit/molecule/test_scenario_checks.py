@@ -2,8 +2,12 @@
 
 Snapshots: a snapshot fails when any of its commands fails, not only the last, and a command that shows
 the snapshot script itself (ps) does not split it.
+Rollout summary: a rollback of the broken anomaly_detector 3 counts only when the summary gives its golden
+cases as the reason: a version that failed at sync or at load, another model's or version's golden cases,
+or a log that merely contains the word "golden" (every run prints the verify task's title) must not pass.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -45,3 +49,79 @@ def test_snapshot_fails_on_any_failed_command_not_only_the_last():
 def test_snapshot_fails_when_the_script_was_cut_short():
     with pytest.raises(sc.SnapshotError, match="missing"):
         sc.parse_snapshot("@@SECTION argv\npartial output")
+
+
+CASES = ["normal_window", "cpu_spike", "memory_leak"]
+URL = "http://127.0.0.1:8000"
+VERIFY_TASK = "TASK [aiops.triton.triton_models : Verify every model answers its golden cases] ****\n"
+
+
+def rollout_log(host, error, status="rolled back", group="triton_canary"):
+    """What ansible-playbook prints (result format json) for a run whose host ended with error."""
+    summary = ["%s [%s]: %s: anomaly_detector [2] -> [2], alert_classifier [1] -> [1] -- %s" % (host, group, status, error),
+               "fleet-2 [triton_wave_1]: not reached (the rollout stopped before its batch)"]
+    debug = json.dumps({"msg": summary}, indent=4)
+    return (VERIFY_TASK + "fatal: [%s]: FAILED! => ...\n\nTASK [Rollout summary so far] ****\nok: [%s] => %s\n"
+            % (host, host, debug))
+
+
+def golden(model, version, case, protocol="http"):
+    return ("%s: version %d: golden case %r over %s: output anomaly_score: max abs diff 0.93 > atol 1e-05"
+            % (model, version, case, protocol))
+
+
+def verify_failed(*failures):
+    return "Triton verification failed at %s: %s" % (URL, " | ".join(failures))
+
+
+def test_golden_case_failure_of_the_broken_version_passes():
+    log = rollout_log("fleet-1", verify_failed(golden("anomaly_detector", 3, "cpu_spike"), golden("anomaly_detector", 3, "cpu_spike", "grpc")))
+    assert sc.golden_case_failures(log, "fleet-1", "anomaly_detector", 3) == ["cpu_spike"]
+    assert sc.rolled_back_for_golden_cases(log, "fleet-1", "anomaly_detector", 3, CASES) is None
+
+
+def test_the_candidate_name_counts_as_the_model():
+    log = rollout_log("container-1", verify_failed(golden("anomaly_detector__candidate", 3, "memory_leak")), group="triton_servers")
+    assert sc.rolled_back_for_golden_cases(log, "container-1", "anomaly_detector", 3, CASES) is None
+
+
+@pytest.mark.parametrize("error", [
+    # failed at sync
+    "s3://aiops-models/models/anomaly_detector/3/model.onnx: sha256 mismatch (expected 1f2e..., got 9a0b...)",
+    "version 3 of model anomaly_detector is not published under s3://aiops-models/models/anomaly_detector/",
+    # failed at load
+    "Triton could not load model 'anomaly_detector': failed to load 'anomaly_detector' version 3: Internal: "
+    "onnx runtime error. Versions still serving: [2]",
+    # loaded but not READY: verification fails without a golden case
+    verify_failed("anomaly_detector: version 3: not READY: load it with aiops.triton.triton_model and check Triton's log"),
+    # golden cases, but of another model, another version, or a case the broken version does not have
+    verify_failed(golden("alert_classifier", 3, "cpu_spike")),
+    verify_failed(golden("anomaly_detector", 2, "cpu_spike")),
+    verify_failed(golden("anomaly_detector", 31, "cpu_spike")),
+    verify_failed(golden("other_anomaly_detector", 3, "cpu_spike")),
+    verify_failed(golden("anomaly_detector", 3, "not_a_case")),
+], ids=["sync-sha256", "sync-missing", "load", "not-ready", "other-model", "other-version", "version-prefix",
+        "model-suffix", "unknown-case"])
+def test_a_rollback_for_any_other_reason_fails_the_check(error):
+    log = rollout_log("fleet-1", error)
+    assert "golden" in log.lower()  # the old check ("golden" anywhere in the log) passed every one of these
+    why = sc.rolled_back_for_golden_cases(log, "fleet-1", "anomaly_detector", 3, CASES)
+    assert why and why.startswith("fleet-1 was not rolled back for a golden case of anomaly_detector version 3"), why
+
+
+def test_a_host_that_was_not_rolled_back_fails_the_check():
+    log = rollout_log("fleet-1", verify_failed(golden("anomaly_detector", 3, "cpu_spike")), status="changed")
+    assert sc.rolled_back_for_golden_cases(log, "fleet-1", "anomaly_detector", 3, CASES)
+    # nor does another host's rollback count for this one
+    log = rollout_log("fleet-2", verify_failed(golden("anomaly_detector", 3, "cpu_spike")))
+    assert sc.rolled_back_for_golden_cases(log, "fleet-1", "anomaly_detector", 3, CASES)
+
+
+def test_molecules_yaml_result_format_is_not_read():
+    # molecule's ansible.cfg sets callback_result_format: yaml, which folds a long summary line; the
+    # drivers set ROLLOUT_ENV so that the check never depends on where yaml broke a line.
+    assert sc.ROLLOUT_ENV["ANSIBLE_CALLBACK_RESULT_FORMAT"] == "json"
+    folded = ("ok: [fleet-1] =>\n    msg:\n    - 'fleet-1 [triton_canary]: rolled back: anomaly_detector [2] -> [2] -- Triton\n"
+              "        verification failed at %s: anomaly_detector: version 3: golden case ''cpu_spike''\n"
+              "        over http: output differs'\n" % URL)
+    assert sc.rolled_back_for_golden_cases(folded, "fleet-1", "anomaly_detector", 3, CASES)
