@@ -151,6 +151,7 @@ def main():
     check(why is None, "broken v3: %s (log %s)" % (why, log))
     check(results["rollback"]["serving"].get("anomaly_detector") == [2],
           "after the rollback: serving %s" % results["rollback"]["serving"])
+    check(results["rollback"]["container_kept"], "the rollback restarted the container")
 
     restarts = int(on_host("systemctl", "show", "-p", "NRestarts", "--value", "tritonserver").stdout.strip() or 0)
     killed = container()

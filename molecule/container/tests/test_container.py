@@ -102,6 +102,7 @@ def test_broken_version_rolled_back(side_effect):
     assert back["rc"] != 0
     assert back["golden_cases_failed"] and set(back["golden_cases_failed"]) <= set(back["broken_cases"]), back["summary"]
     assert back["serving"]["anomaly_detector"] == [2]
+    assert back["container_kept"]  # a rollback is a hot update too
 
 
 def test_kill_restarts_and_serves(side_effect):
