@@ -2,7 +2,8 @@
 test_scenario_checks.py) can feed them what a broken implementation would leave and watch them fail.
 
 - snapshots (molecule/conftest.py): a host's state read with one command, each command's exit checked;
-- the rollout summary (the drivers): why a host was rolled back, read from the summary's structured line.
+- the rollout summary (the drivers): why a host was rolled back, read from the summary's structured line;
+- what an unprivileged user sees (the container driver).
 """
 
 import json
@@ -95,3 +96,9 @@ def rolled_back_for_golden_cases(log, host, model, version, case_names):
     lines = summary_lines(log, host)
     return ("%s was not rolled back for a golden case of %s version %s (cases %s); its summary: %s"
             % (host, model, version, sorted(case_names), lines[-1] if lines else "none"))
+
+
+# -- what an unprivileged user sees --------------------------------------------------------------
+def nobody_sees(views, secret):
+    """Which of an unprivileged user's views (name -> text) hold the secret: [] when none does."""
+    return sorted(name for name, text in views.items() if secret in text)

@@ -7,7 +7,11 @@ Run from side_effect.yml on the controller against the scenario's inventory:
      cases (the rollout summary says so, molecule/scenario_checks.py), the host is rolled back and serves 2
      again, same container;
   3. kill -9 of the container's main process on the host: systemd restarts the unit, a new container
-     serves the same models, inference answers.
+     serves the same models, inference answers;
+  4. the role's shipped default, triton_server_container_key_file_args: false (the key in Triton's argv, as
+     NVIDIA's image needs it): what `nobody` on the host sees in /proc, ps, podman inspect, systemctl and
+     the journal holds no key, while root's ps does (the key is there, hidepid hides it); then the
+     scenario's own setting is restored.
 Writes what it saw to --results and exits non-zero on the first broken promise.
 """
 
@@ -105,6 +109,21 @@ def broken_case_names(workdir):
         return [case["name"] for case in json.load(handle)["cases"]]
 
 
+# What an unprivileged host user can read of a running Triton: every process's command line, the process
+# table, the engine, the unit's properties, Triton's journal.
+NOBODY_VIEWS = {
+    "proc_cmdline": "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f 2>/dev/null; echo; done",
+    "ps": "ps -eo args",
+    "podman_inspect": "podman inspect tritonserver 2>&1 || true",
+    "systemctl_show": "systemctl show tritonserver.service 2>&1",
+    "journal": "journalctl --no-pager -u tritonserver.service 2>&1 || true",
+}
+
+
+def as_nobody(command):
+    return on_host("runuser", "-u", "nobody", "--", "sh", "-c", "cd / && " + command)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--inventory", required=True)
@@ -171,6 +190,32 @@ def main():
     results["kill"]["classified"] = classify(ip, "Disk space on /dev/sda1 is 95% full")
     check(results["kill"]["n_restarts"] == 1, "systemd restarted the unit %d times" % results["kill"]["n_restarts"])
     check(results["kill"]["serving"].get("anomaly_detector") == [2], "after restart: %s" % results["kill"]["serving"])
+
+    key = os.environ["AIOPS_LAB_TRITON_API_KEY"]
+    rc, log = playbook(args.inventory, workdir, "shipped_default", "playbooks/triton_server.yml",
+                       {"triton_server_container_key_file_args": False})
+    shipped = results["shipped_default"] = {"rc": rc, "ready": wait_ready(ip)}
+    check(rc == 0 and shipped["ready"], "the shipped default (key_file_args false): rc=%s, ready %s (log %s)"
+          % (rc, shipped["ready"], log))
+    views = dict((name, as_nobody(command)) for name, command in NOBODY_VIEWS.items())
+    shipped["nobody_failed"] = sorted(name for name, out in views.items() if out.returncode != 0)
+    views = dict((name, out.stdout + out.stderr) for name, out in views.items())
+    shipped["nobody_sees_key"] = scenario_checks.nobody_sees(views, key)
+    shipped["nobody_ps_lines"] = len(views["ps"].splitlines())
+    shipped["proc_mount"] = on_host("findmnt", "-no", "OPTIONS", "/proc").stdout.strip()
+    # positive controls: the key is in argv (root sees it) and nobody's views ran and list its own processes
+    shipped["root_ps_has_key"] = key in on_host("ps", "-eo", "args").stdout
+    shipped["root_inspect_has_key"] = key in on_host("podman", "inspect", "tritonserver").stdout
+    shipped["root_journal_has_key"] = key in on_host("journalctl", "--no-pager", "-u", "tritonserver.service").stdout
+    check(shipped["nobody_failed"] == [], "as nobody these views failed to run: %s" % shipped["nobody_failed"])
+    check(shipped["root_ps_has_key"], "the shipped default did not put the key in argv: the check below would prove nothing")
+    check("ps -eo args" in views["ps"], "nobody's ps did not even list itself: %s" % views["ps"][:500])
+    check(shipped["nobody_sees_key"] == [], "with the shipped default, nobody reads the key in %s" % shipped["nobody_sees_key"])
+    rc, log = playbook(args.inventory, workdir, "restore_key_file_args", "playbooks/triton_server.yml", {})
+    results["restored"] = {"rc": rc, "ready": wait_ready(ip)}
+    check(rc == 0 and results["restored"]["ready"], "restoring key_file_args true: rc=%s (log %s)" % (rc, log))
+    results["restored"]["serving"] = serving(ip)
+    check(results["restored"]["serving"].get("anomaly_detector") == [2], "after the restore: %s" % results["restored"]["serving"])
     print(json.dumps(results, indent=2))
 
 

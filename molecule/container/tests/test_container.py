@@ -105,6 +105,18 @@ def test_broken_version_rolled_back(side_effect):
     assert back["container_kept"]  # a rollback is a hot update too
 
 
+def test_shipped_default_key_is_hidden_from_unprivileged_users(side_effect):
+    # triton_server_container_key_file_args: false (the default, NVIDIA's image): the key is in Triton's
+    # argv (root sees it: the positive control), and nobody on the host reads it anywhere it looked.
+    shipped = side_effect["shipped_default"]
+    assert shipped["rc"] == 0 and shipped["ready"]
+    assert shipped["root_ps_has_key"]
+    assert "hidepid=invisible" in shipped["proc_mount"]
+    assert shipped["nobody_failed"] == [] and shipped["nobody_ps_lines"] > 1
+    assert shipped["nobody_sees_key"] == []
+    assert side_effect["restored"]["rc"] == 0 and side_effect["restored"]["serving"]["anomaly_detector"] == [2]
+
+
 def test_kill_restarts_and_serves(side_effect):
     kill = side_effect["kill"]
     assert kill["new_container"] and kill["ready"] and kill["n_restarts"] == 1

@@ -125,3 +125,9 @@ def test_molecules_yaml_result_format_is_not_read():
               "        verification failed at %s: anomaly_detector: version 3: golden case ''cpu_spike''\n"
               "        over http: output differs'\n" % URL)
     assert sc.rolled_back_for_golden_cases(folded, "fleet-1", "anomaly_detector", 3, CASES)
+
+
+def test_nobody_sees_names_every_view_holding_the_secret():
+    assert sc.nobody_sees({"ps": "tritonserver --http-restricted-api=model-repository:k=SECRET", "journal": "-- No entries --"},
+                          "SECRET") == ["ps"]
+    assert sc.nobody_sees({"ps": "sh\nps -eo args", "journal": ""}, "SECRET") == []
