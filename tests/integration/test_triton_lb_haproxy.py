@@ -200,7 +200,7 @@ def status(lab, peers=False):
     assert proc.returncode == 0, output(proc)
     if peers:  # triton_lb_states: every server's state from one host's call, peers outside --limit included
         (lab["folder"] / "t2.states").unlink()
-        proc, _ = run_action(lab["inventory"], "status", lab["folder"], limit="t2")
+        proc = run_action(lab["inventory"], "status", lab["folder"], limit="t2")[0]
         with open(str(lab["folder"] / "t2.states")) as handle:
             assert json.load(handle) == states, "triton_lb_states disagrees with each host's triton_lb_state"
     return states
@@ -214,7 +214,7 @@ def test_drain_stops_new_requests_and_waits_for_the_one_in_flight(lab):
     load = Load(lab)
     seen = Sampler(lab)
     time.sleep(0.5)
-    proc, _ = run_action(lab["inventory"], "drain", lab["folder"], limit="t1")
+    proc = run_action(lab["inventory"], "drain", lab["folder"], limit="t1")[0]
     returned = time.time()
     load.stop()
     seen.stop()
@@ -234,11 +234,11 @@ def test_drain_stops_new_requests_and_waits_for_the_one_in_flight(lab):
     assert sum(1 for when, who in load.answers if who == "t2" and when > seen.drained_at) > 20
     assert status(lab, peers=True) == {"t1": "drained", "t2": "up"}
 
-    proc, _ = run_action(lab["inventory"], "undrain", lab["folder"], limit="t1")
+    proc = run_action(lab["inventory"], "undrain", lab["folder"], limit="t1")[0]
     assert proc.returncode == 0, output(proc)
     back = time.time()
     assert status(lab) == {"t1": "up", "t2": "up"}
-    answers = [get(lab, "/after-undrain")[1] for _ in range(6)]
+    answers = [get(lab, "/after-undrain/%d" % attempt)[1] for attempt in range(6)]
     assert answers.count("t1") == 3 and answers.count("t2") == 3, answers
     assert lab["backends"]["t1"].requests_after(back)
 
@@ -247,13 +247,13 @@ def test_drain_fails_when_the_request_in_flight_outlasts_the_timeout_and_the_hos
     SlowRequest(lab, 20), SlowRequest(lab, 20)
     wait_until(lambda: stat_status(lab, "scur") == {"t1": "1", "t2": "1"}, 5, "one request in flight on each server")
     started = time.time()
-    proc, _ = run_action(lab["inventory"], "drain", lab["folder"], limit="t1", extra={"triton_lb_drain_timeout": 2})
+    proc = run_action(lab["inventory"], "drain", lab["folder"], limit="t1", extra={"triton_lb_drain_timeout": 2})[0]
     assert proc.returncode != 0
     assert "t1 is drained but still had requests in flight after 2 s" in proc.stdout, output(proc)
     assert time.time() - started < 14, "the drain waited past its timeout (the request in flight lasts 20 s)"
     assert stat_status(lab, "scur")["t1"] == "1"
     assert status(lab) == {"t1": "drained", "t2": "up"}
-    proc, _ = run_action(lab["inventory"], "undrain", lab["folder"], limit="t1")
+    proc = run_action(lab["inventory"], "undrain", lab["folder"], limit="t1")[0]
     assert proc.returncode == 0, output(proc)
 
 

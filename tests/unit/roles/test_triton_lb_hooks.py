@@ -40,7 +40,7 @@ def test_command_hooks_drain_status_undrain(command_lab, monkeypatch):
     assert proc.returncode == 0, output(proc)
     assert states == {"t1": "up", "t2": "up"}
 
-    proc, _ = run_action(inventory, "drain", folder, limit="t1")
+    proc = run_action(inventory, "drain", folder, limit="t1")[0]
     assert proc.returncode == 0, output(proc)
     drains = [c for c in calls(folder / "double") if c["action"] == "drain"]
     assert [c["host"] for c in drains] == ["t1"], "drain must name exactly the host being drained"
@@ -50,7 +50,7 @@ def test_command_hooks_drain_status_undrain(command_lab, monkeypatch):
     assert proc.returncode == 0, output(proc)
     assert states == {"t1": "drained", "t2": "up"}
 
-    proc, _ = run_action(inventory, "undrain", folder, limit="t1")
+    proc = run_action(inventory, "undrain", folder, limit="t1")[0]
     assert proc.returncode == 0, output(proc)
     proc, states = run_action(inventory, "status", folder)
     assert states == {"t1": "up", "t2": "up"}
@@ -62,7 +62,7 @@ def test_a_refusing_balancer_fails_the_drain(command_lab, monkeypatch):
     inventory, folder = command_lab
     monkeypatch.setenv("AIOPS_LB_DOUBLE_DIR", str(folder / "double"))
     monkeypatch.setenv("AIOPS_LB_DOUBLE_FAIL", "t2")
-    proc, _ = run_action(inventory, "drain", folder)
+    proc = run_action(inventory, "drain", folder)[0]
     assert proc.returncode != 0
     assert "balancer refused to drain t2" in proc.stdout
     assert "failed=1" in proc.stdout and "t1                         : ok=" in proc.stdout
@@ -81,7 +81,7 @@ def test_status_output_outside_the_contract_reads_unknown(command_lab, monkeypat
 def test_command_method_without_its_command_fails_clearly(command_lab, monkeypatch, action):
     inventory, folder = command_lab
     monkeypatch.setenv("AIOPS_LB_DOUBLE_DIR", str(folder / "double"))
-    proc, _ = run_action(inventory, action, folder, extra={"triton_lb_%s_command" % action: ""}, limit="t1")
+    proc = run_action(inventory, action, folder, extra={"triton_lb_%s_command" % action: ""}, limit="t1")[0]
     assert proc.returncode != 0
     assert "triton_lb_drain_method is command but triton_lb_%s_command is empty" % action in proc.stdout
     assert calls(folder / "double") == []
@@ -93,11 +93,11 @@ def test_site_task_files(tmp_path, monkeypatch):
     group_vars = {"triton_lb_drain_method": "tasks", "lb_double": DOUBLE}
     group_vars.update(("triton_lb_%s_tasks" % a, "%s/%s.yml" % (SITE_TASKS, a)) for a in ("drain", "undrain", "status"))
     inventory = write_inventory(tmp_path / "hosts.yml", SERVERS, group_vars=group_vars)
-    proc, _ = run_action(inventory, "drain", tmp_path, limit="t2")
+    proc = run_action(inventory, "drain", tmp_path, limit="t2")[0]
     assert proc.returncode == 0, output(proc)
     proc, states = run_action(inventory, "status", tmp_path)
     assert states == {"t1": "up", "t2": "drained"}, output(proc)
-    proc, _ = run_action(inventory, "undrain", tmp_path, limit="t2")
+    proc = run_action(inventory, "undrain", tmp_path, limit="t2")[0]
     assert proc.returncode == 0, output(proc)
     assert [(c["action"], c["host"]) for c in calls(tmp_path / "double") if c["action"] != "status"] == [
         ("drain", "t2"), ("undrain", "t2")]
@@ -105,7 +105,7 @@ def test_site_task_files(tmp_path, monkeypatch):
 
 def test_no_load_balancer_waits_the_grace_and_reads_unknown(tmp_path):
     inventory = write_inventory(tmp_path / "hosts.yml", SERVERS, group_vars={"triton_lb_drain_grace": 1})
-    proc, _ = run_action(inventory, "drain", tmp_path, limit="t1")
+    proc = run_action(inventory, "drain", tmp_path, limit="t1")[0]
     assert proc.returncode == 0, output(proc)
     assert "no load balancer, wait for clients to move away (s) 1" in proc.stdout, "without a triton_lb group the default method is none"
     proc, states = run_action(inventory, "status", tmp_path)
@@ -114,6 +114,6 @@ def test_no_load_balancer_waits_the_grace_and_reads_unknown(tmp_path):
 
 def test_an_unknown_method_is_refused_before_anything_runs(tmp_path):
     inventory = write_inventory(tmp_path / "hosts.yml", SERVERS, group_vars={"triton_lb_drain_method": "f5"})
-    proc, _ = run_action(inventory, "drain", tmp_path, limit="t1")
+    proc = run_action(inventory, "drain", tmp_path, limit="t1")[0]
     assert proc.returncode != 0
     assert "triton_lb_drain_method" in proc.stdout and "haproxy, command, tasks, none" in proc.stdout
