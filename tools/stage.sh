@@ -9,19 +9,24 @@ allowlist=${STAGE_SKIP_ALLOWLIST:-$(cd "$(dirname "$0")/.." && pwd)/tests/skip_a
 mkdir -p build/logs
 log=build/logs/$name.log
 start=$(date +%s)
-"$@" >"$log" 2>&1
+# wide: molecule boxes and wraps its output at the terminal's width, which would split pytest's lines
+COLUMNS=1000 "$@" >"$log" 2>&1
 rc=$?
 secs=$(( $(date +%s) - start ))
+# pytest's lines as pytest printed them: without colours, and without the box molecule draws around them
+plain=$(mktemp)
+trap 'rm -f "$plain"' EXIT
+sed -E $'s/\x1b\\[[0-9;]*m//g; s/^ *\xe2\x94\x82 ?//' "$log" >"$plain"
 
 # pytest's closing lines ("=== 5 passed, 2 skipped in 3.1s ===", or bare under -q), summed over every
 # pytest run in the stage (molecule runs one per scenario)
-totals=$(grep -E '^(=+ )?[0-9]+ [a-z]+.* in [0-9.]+s( \([0-9:]+\))?( =+)?$' "$log" \
+totals=$(grep -E '^(=+ )?[0-9]+ [a-z]+.* in [0-9.]+s( \([0-9:]+\))?( =+)?$' "$plain" \
   | awk '{ for (i = 1; i < NF; i++) if ($(i + 1) ~ /^(passed|skipped)/) n[substr($(i + 1), 1, 6)] += $i }
          END { printf "%d %d", n["passed"], n["skippe"] }')
 passed=${totals% *}
 skipped=${totals#* }
 summary=""
-if grep -qE '^(=+ )?[0-9]+ [a-z]+.* in [0-9.]+s( \([0-9:]+\))?( =+)?$' "$log"; then
+if grep -qE '^(=+ )?[0-9]+ [a-z]+.* in [0-9.]+s( \([0-9:]+\))?( =+)?$' "$plain"; then
   summary="$passed passed, $skipped skipped"
 fi
 
@@ -44,7 +49,7 @@ if [ "$skipped" -gt 0 ]; then
         if [[ "$line" == *"$text"* ]]; then allowed=yes; break; fi
       done < <(grep -vE '^[[:space:]]*(#|$)' "$allowlist")
       [ "$allowed" = yes ] || unexplained+="  $line"$'\n'
-    done < <(grep -E '^SKIPPED \[[0-9]+\] ' "$log")
+    done < <(grep -E '^SKIPPED \[[0-9]+\] ' "$plain")
     if [ -n "$unexplained" ]; then
       problem="skipped without an allow-list entry ($allowlist):"$'\n'"$unexplained"
     elif [ "$listed" -ne "$skipped" ]; then
