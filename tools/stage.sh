@@ -9,8 +9,7 @@ allowlist=${STAGE_SKIP_ALLOWLIST:-$(cd "$(dirname "$0")/.." && pwd)/tests/skip_a
 mkdir -p build/logs
 log=build/logs/$name.log
 start=$(date +%s)
-# wide: molecule boxes and wraps its output at the terminal's width, which would split pytest's lines
-COLUMNS=1000 "$@" >"$log" 2>&1
+"$@" >"$log" 2>&1
 rc=$?
 secs=$(( $(date +%s) - start ))
 # pytest's lines as pytest printed them: without colours, and without the box molecule draws around them
