@@ -268,3 +268,22 @@ def test_status_reads_down_and_the_exporter_answers(lab):
     with urllib.request.urlopen(lab["metrics"], timeout=10) as resp:
         text = resp.read().decode()
     assert 'haproxy_server_status{proxy="triton_http",server="t1",state="UP"}' in text
+
+
+def test_a_reload_keeps_a_drained_host_drained(lab):
+    """What the role's reload handler relies on: the states saved through the admin socket are read back
+    by the new process (server-state-file + load-server-state-from-file in the rendered config)."""
+    proc = run_action(lab["inventory"], "drain", lab["folder"], limit="t1")[0]
+    assert proc.returncode == 0, output(proc)
+    (lab["folder"] / "state").write_text(admin(lab, "show servers state"))
+    old = (lab["folder"] / "haproxy.pid").read_text().split()
+    proc = subprocess.run([HAPROXY, "-f", str(lab["folder"] / "haproxy.cfg"), "-p", str(lab["folder"] / "haproxy.pid"),
+                           "-x", lab["socket"], "-sf"] + old, capture_output=True, text=True, check=False, timeout=30)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    new = (lab["folder"] / "haproxy.pid").read_text().split()
+    assert new != old
+    wait_until(lambda: all(not os.path.exists("/proc/%s" % pid) for pid in old), 10, "the old process to finish")
+    assert stat_status(lab) == {"t1": "DRAIN", "t2": "UP"}, "the new process forgot the drain"
+    proc = run_action(lab["inventory"], "undrain", lab["folder"], limit="t1")[0]
+    assert proc.returncode == 0, output(proc)
+    assert stat_status(lab) == {"t1": "UP", "t2": "UP"}
