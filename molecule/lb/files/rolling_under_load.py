@@ -11,7 +11,9 @@ and HTTP, concurrent clients, every request counted), with HAProxy's runtime API
   c. a model rollout with playbooks/model_upgrade.yml (anomaly_detector 1 -> 2): 0 failed requests;
   d. a server change that breaks Triton (an invalid extra argument) with playbooks/triton_server.yml: the
      canary stays drained, the run stops before the next batch (the other hosts keep their MainPID and
-     their unit), the summary names the canary, 0 failed requests.
+     their unit), the summary names the canary, 0 failed requests;
+  e. hardware work: drain.yml refuses to empty a rollout group (nothing drained), drains one host, undrain.yml
+     verifies it and puts it back; 0 failed requests.
 Writes the counts and what it saw to --results, prints a summary, exits non-zero on the first broken promise.
 """
 
@@ -244,13 +246,13 @@ def main():
     lb_ip = host_ip(LB)
     results = {"lb": lb_ip, "steps": {}}
 
-    def step(name, playbook, expect_ok, batch_rule=True, **inventory):
+    def step(name, playbook, expect_ok, batch_rule=True, extra=(), **inventory):
         inv = overlay(args.inventory, workdir, **inventory)
         before = {"pid": dict((h, main_pid(h)) for h in HOSTS), "boot": dict((h, boot_id(h)) for h in HOSTS)}
         start = time.time()
         sampler = Sampler()
         with Load(lb_ip) as load:
-            proc = play(inv, os.path.join(workdir, "%s.log" % name), playbook)
+            proc = play(inv, os.path.join(workdir, "%s.log" % name), playbook, *extra)
         samples = sampler.close()
         after = {"pid": dict((h, main_pid(h)) for h in HOSTS), "boot": dict((h, boot_id(h)) for h in HOSTS)}
         counts = load.result
@@ -301,13 +303,13 @@ def main():
           "b: Triton did not start again everywhere", results, args.results)
 
     v2 = [{"name": "anomaly_detector", "versions": [2]}, {"name": "alert_classifier", "versions": [1]}]
+    pins_v2 = {"triton_canary": v2, "triton_wave_1": v2}
     entry, _proc = step("c_model_rollout", "playbooks/model_upgrade.yml", True, batch_rule=False,
-                        servers_extra=flag, pins={"triton_canary": v2, "triton_wave_1": v2})
+                        servers_extra=flag, pins=pins_v2)
     check(entry["before"]["pid"] == entry["after"]["pid"], "c: a model rollout restarted Triton", results, args.results)
 
     broken = dict(flag, triton_server_extra_args=[BAD_ARG])
-    entry, proc = step("d_broken_canary", "playbooks/triton_server.yml", False, servers_extra=broken,
-                       pins={"triton_canary": v2, "triton_wave_1": v2})
+    entry, proc = step("d_broken_canary", "playbooks/triton_server.yml", False, servers_extra=broken, pins=pins_v2)
     others = HOSTS[1:]
     check(entry["last_states"].get("roll-1") == "drained", "d: the canary is not left drained: %s" % entry["last_states"],
           results, args.results)
@@ -319,6 +321,19 @@ def main():
           "d: the broken unit is not on the canary alone", results, args.results)
     check(any(line.startswith("roll-1 [triton_canary]: failed, left drained") for line in entry["summary"]),
           "d: the summary does not name the canary as left drained: %s" % entry["summary"], results, args.results)
+
+    # Hardware work: drain.yml refuses to empty a rollout group (nothing drained), drains one host of it,
+    # undrain.yml verifies it and puts it back.
+    wave = ",".join(HOSTS[1:])
+    entry, proc = step("e_drain_refused", "playbooks/drain.yml", False, batch_rule=False, extra=["--limit", wave], servers_extra=broken, pins=pins_v2)
+    check("triton_wave_1 would have no host up" in proc.stdout and all(entry["last_states"][h] == "up" for h in HOSTS[1:]),
+          "e: drain.yml did not refuse to empty triton_wave_1 before draining: %s" % entry["last_states"], results, args.results)
+    entry, proc = step("e_drain_one", "playbooks/drain.yml", True, batch_rule=False, extra=["--limit", "roll-2"], servers_extra=broken, pins=pins_v2)
+    check(entry["last_states"]["roll-2"] == "drained" and entry["last_states"]["roll-3"] == "up",
+          "e: drain.yml --limit roll-2 left %s" % entry["last_states"], results, args.results)
+    entry, proc = step("e_undrain_one", "playbooks/undrain.yml", True, batch_rule=False, extra=["--limit", "roll-2"], servers_extra=broken, pins=pins_v2)
+    check(entry["last_states"]["roll-2"] == "up", "e: undrain.yml --limit roll-2 left %s" % entry["last_states"],
+          results, args.results)
 
     json.dump(results, open(args.results, "w"), indent=2)
     print("LB OK: %d requests answered through HAProxy during the four operations, 0 failed"

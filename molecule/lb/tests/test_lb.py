@@ -11,7 +11,8 @@ import pytest
 
 RESULTS = os.path.join(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", ""), "lb_results.json")
 HOSTS = ["roll-1", "roll-2", "roll-3", "roll-4"]
-STEPS = ["no_change_site", "a_flag_change_site", "b_rolling_reboot", "c_model_rollout", "d_broken_canary"]
+STEPS = ["no_change_site", "a_flag_change_site", "b_rolling_reboot", "c_model_rollout", "d_broken_canary",
+         "e_drain_refused", "e_drain_one", "e_undrain_one"]
 
 
 @pytest.fixture(scope="module")
@@ -67,3 +68,10 @@ def test_a_broken_server_change_stops_at_the_canary_which_stays_drained(results)
     assert all(entry["last_states"][h] == "up" for h in HOSTS[1:])
     assert all(entry["before"]["pid"][h] == entry["after"]["pid"][h] for h in HOSTS[1:])
     assert any(line.startswith("roll-1 [triton_canary]: failed, left drained") for line in entry["summary"])
+
+
+def test_drain_refuses_to_empty_a_rollout_group_then_drains_and_undrains_one_host(results):
+    refused, drained, back = (results["steps"][s] for s in ("e_drain_refused", "e_drain_one", "e_undrain_one"))
+    assert refused["rc"] != 0 and all(refused["last_states"][h] == "up" for h in HOSTS[1:])
+    assert drained["rc"] == 0 and drained["last_states"]["roll-2"] == "drained"
+    assert back["rc"] == 0 and back["last_states"]["roll-2"] == "up"
