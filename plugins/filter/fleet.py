@@ -120,10 +120,15 @@ def verified_records(present, load_results):
             for m in present]
 
 
-def rollout_outcome(load_results, group, status, error=""):
-    """This host's line of the rollout summary: per model, READY versions before -> after."""
+def rollout_outcome(load_results, group, status, error="", failure=None):
+    """This host's line of the rollout summary: per model, READY versions before -> after; on failure, what failed."""
     models = [{"name": r.get("name"), "from": r.get("before", []), "to": r.get("after", [])} for r in load_results if r.get("name")]
-    return {"group": group, "status": status, "models": models, "error": error}
+    return {"group": group, "status": status, "models": models, "error": error, "failure": failure or {}}
+
+
+def candidate_config(config, name):
+    """The config a staged candidate loads with (see module_utils.fleet.candidate_config)."""
+    return fleet.candidate_config(config, name)
 
 
 def rollout_summary(hostvars, hosts):
@@ -140,4 +145,5 @@ class FilterModule(object):
             "rollout_summary": rollout_summary,
             "rollout_outcome": rollout_outcome,
             "verified_records": verified_records,
+            "candidate_config": candidate_config,
         }

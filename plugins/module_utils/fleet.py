@@ -25,6 +25,8 @@ FLEET_VARIABLES = frozenset(["triton_rollout_groups", "triton_rollout_serial", "
 ENTRY_KEYS = frozenset(["name", "config", "versions", "latest", "keep_versions", "verify", "latency_budget", "state"])
 CATALOG_KEYS = ENTRY_KEYS - frozenset(["name", "versions", "latest", "state"])
 _SERIAL = re.compile(r"^([0-9]+)%$")
+# triton_models stages a changed model as <name> + this suffix before it serves; no real model may end in it.
+CANDIDATE_SUFFIX = "__candidate"
 
 
 class FleetError(Exception):
@@ -59,10 +61,23 @@ def pin_versions(config, versions):
     return pinned
 
 
+def candidate_config(config, name):
+    """A staged candidate's config: the model's pinned config under the candidate's name, one instance per
+    instance group (it answers only the golden cases; the host holds two copies while it runs)."""
+    staged = plain_copy(config)
+    staged["name"] = name
+    if staged.get("instance_group"):
+        staged["instance_group"] = [dict(group, count=1) for group in staged["instance_group"]]
+    return staged
+
+
 def _entry_problems(entry, where):
     problems = []
     if not isinstance(entry, dict):
         return ["%s: each triton_models_list entry must be a mapping, got %s" % (where, type(entry).__name__)]
+    if str(entry.get("name", "")).endswith(CANDIDATE_SUFFIX):
+        problems.append("%s: model names ending in %r are reserved for the staged copy of a changed model"
+                        % (where, CANDIDATE_SUFFIX))
     unknown = sorted(set(entry) - ENTRY_KEYS)
     if unknown:
         problems.append("%s: unknown key(s) %s (allowed: %s)" % (where, ", ".join(unknown), ", ".join(sorted(ENTRY_KEYS))))

@@ -107,20 +107,33 @@ class RemoteVersion(object):
 
 # ---------------------------------------------------------------- planning (pure)
 
-def plan_sync(wanted, remote_digests, local, keep_versions):
+def plan_sync(wanted, remote_digests, local, keep_versions, verified=None, prune=True):
     """Decide what to do; touches nothing.
 
     wanted: versions to have; remote_digests: {version: digest} for them;
     local: {version: marker digest or None} found on disk.
-    Versions not wanted are kept for rollback, newest first, up to ``keep_versions``.
+    verified: versions that passed verification on this host, most recently verified first (the
+    rollback records). When given, only those are kept among the versions not wanted, in that order,
+    up to ``keep_versions``: a version that was never verified (one that failed) is never kept, and
+    the rollback target is never deleted in its favour. When None, the newest ``keep_versions`` are kept.
+    prune: False keeps every version not wanted (a rollback fetching its target removes nothing).
     """
     wanted = sorted(set(wanted))
     add = [v for v in wanted if v not in local]
     replace = [v for v in wanted if v in local and local[v] != remote_digests[v]]
     unchanged = [v for v in wanted if v in local and local[v] == remote_digests[v]]
     others = sorted((v for v in local if v not in wanted), reverse=True)
-    retained = sorted(others[:max(keep_versions, 0)])
-    remove = sorted(others[max(keep_versions, 0):])
+    if not prune:
+        keep = others
+    elif verified is None:
+        keep = others[:max(keep_versions, 0)]
+    else:
+        rank = {}
+        for index, version in enumerate(verified):
+            rank.setdefault(version, index)
+        keep = sorted((v for v in others if v in rank), key=rank.get)[:max(keep_versions, 0)]
+    retained = sorted(keep)
+    remove = sorted(v for v in others if v not in keep)
     return {"add": add, "replace": replace, "unchanged": unchanged, "retained": retained, "remove": remove,
             "kept": sorted(unchanged + retained)}
 
@@ -654,7 +667,8 @@ class ModelDir(object):
 # ---------------------------------------------------------------- entry points
 
 def sync_present(client, bucket, prefix, model, repository, versions=None, latest=None, keep_versions=1,
-                 concurrency=8, part_size=16 * 1024 * 1024, allow_unverified=False, check_mode=False):
+                 concurrency=8, part_size=16 * 1024 * 1024, allow_unverified=False, check_mode=False,
+                 verified=None, prune=True):
     started = time.time()
     if not os.path.isdir(repository):
         raise S3SyncError("repository %s does not exist" % repository)
@@ -665,7 +679,7 @@ def sync_present(client, bucket, prefix, model, repository, versions=None, lates
     result = {"bytes_transferred": 0, "files_transferred": 0, "versions": sorted(remotes)}
 
     def planned(before, recovered):
-        plan = plan_sync(list(remotes), digests, before, keep_versions)
+        plan = plan_sync(list(remotes), digests, before, keep_versions, verified, prune)
         after = dict((v, before[v]) for v in plan["retained"])
         after.update(digests)
         result.update(changed=bool(plan["add"] or plan["replace"] or plan["remove"] or recovered), plan=plan,

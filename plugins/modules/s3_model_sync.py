@@ -97,9 +97,28 @@ options:
     type: path
     required: true
   keep_versions:
-    description: How many local versions that are not wanted to keep for rollback, newest first.
+    description:
+      - How many local versions that are not wanted to keep for rollback.
+      - With O(verified_versions), these count verified versions only, most recently verified first; without
+        it, the newest versions on disk.
     type: int
     default: 1
+  verified_versions:
+    description:
+      - Versions of this model that passed verification on this host, most recently verified first (the
+        C(verified) list of the model's M(aiops.triton.triton_model_state) record).
+      - When given, a version not wanted is kept only if it is one of these (up to O(keep_versions)), so a
+        version that failed its checks never displaces the rollback target. Omit it to keep the newest.
+    type: list
+    elements: int
+    version_added: 0.2.0
+  prune_versions:
+    description:
+      - V(false) removes no version at all (O(keep_versions) is not applied); a rollback that fetches its
+        target again uses this so that nothing else on disk goes.
+    type: bool
+    default: true
+    version_added: 0.2.0
   state:
     description:
       - V(present) syncs the wanted versions and applies O(keep_versions).
@@ -289,7 +308,8 @@ def run(module):
         client, params["bucket"], params["prefix"], params["model"], params["repository"],
         versions=params["versions"], latest=params["latest"], keep_versions=params["keep_versions"],
         concurrency=params["concurrency"], part_size=params["part_size_mb"] * 1024 * 1024,
-        allow_unverified=params["allow_unverified"], check_mode=module.check_mode)
+        allow_unverified=params["allow_unverified"], check_mode=module.check_mode,
+        verified=params["verified_versions"], prune=params["prune_versions"])
 
 
 def validate(params):
@@ -315,6 +335,8 @@ def main():
             latest=dict(type="int"),
             repository=dict(type="path", required=True),
             keep_versions=dict(type="int", default=1),
+            verified_versions=dict(type="list", elements="int"),
+            prune_versions=dict(type="bool", default=True),
             state=dict(type="str", choices=["present", "absent"], default="present"),
             endpoint_url=dict(type="str"),
             region=dict(type="str"),

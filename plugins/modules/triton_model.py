@@ -53,7 +53,8 @@ options:
   state:
     description:
       - V(loaded) ensures the model serves (at O(versions) when given).
-      - V(unloaded) unloads every version and waits until none is C(READY) or C(UNLOADING).
+      - V(unloaded) unloads every version and waits until none is C(READY) or C(UNLOADING); a model whose last load failed
+        is unloaded too (Triton keeps the failed versions in an error state, and strict readiness with them, until then).
     type: str
     choices: [loaded, unloaded]
     default: loaded
@@ -176,6 +177,13 @@ def _ready(index):
     return sorted(v for v, (state, _reason) in index.items() if state == "READY")
 
 
+def _error_state(index):
+    """Versions Triton keeps in an error state (a failed load): until the model is unloaded, strict readiness
+    keeps /v2/health/ready at 400 although nothing serves them."""
+    return sorted(v for v, (state, reason) in index.items() if state not in ("READY", "UNLOADING")
+                  and (reason or "").strip() not in ("", "unloaded"))
+
+
 def _describe(index):
     return [{"version": v, "state": index[v][0], "reason": index[v][1]} for v in sorted(index)]
 
@@ -242,7 +250,7 @@ def ensure(client, params, check_mode):
     index = _index(client, name)
     before = _ready(index)
     if params["state"] == "unloaded":
-        action = "unload" if before else "none"
+        action = "unload" if (before or _error_state(index)) else "none"
         after = []
     else:
         satisfied = (before == versions) if versions else bool(before)
@@ -254,7 +262,8 @@ def ensure(client, params, check_mode):
         else:
             index = _load(client, name, versions, params["config"], params["timeout"], params["repository_config"])
         after = _ready(index)
-    changed = action != "none" and (before != after or params["reload"] or params["config"] is not None or check_mode)
+    changed = action != "none" and (before != after or params["reload"] or params["config"] is not None or check_mode
+                                    or action == "unload")
     return dict(changed=changed, name=name, before=before, after=after, action=action, states=_describe(index),
                 diff=dict(before={"name": name, "ready_versions": before}, after={"name": name, "ready_versions": after}))
 

@@ -14,8 +14,8 @@ short_description: Record a host's last verified model set and work out its roll
 description:
   - Keeps the rollback bookkeeping of a Triton host in one place, outside the model repository
     (Triton treats every top-level entry of the repository as a model).
-  - With O(state=recorded), writes one record per model of O(models) (its config and the versions that
-    were verified), each atomically and only when it changes, and deletes the records of models no longer
+  - With O(state=recorded), writes one record per model of O(models) (its config, the versions that
+    were verified, and C(verified), the versions verified on this host so far, most recent first), each atomically and only when it changes, and deletes the records of models no longer
     in O(models), so a dropped model is never restored.
   - With O(state=query), changes nothing and returns the rollback target (each recorded model's config
     pinned to its recorded versions that are still on disk, ensembles last) and, when O(models) is given,
@@ -81,7 +81,7 @@ records:
   description: The records after the module ran, by model name (in check mode, what they would be).
   returned: always
   type: dict
-  sample: {"anomaly_detector": {"config": {"name": "anomaly_detector"}, "versions": [2]}}
+  sample: {"anomaly_detector": {"config": {"name": "anomaly_detector"}, "versions": [2], "verified": [2, 1]}}
 rollback:
   description:
     - The rollback target, ensembles last. C(config) is the recorded config pinned to C(versions), the
@@ -95,6 +95,27 @@ unrecoverable:
   returned: always
   type: list
   elements: str
+blocked:
+  description:
+    - Recorded ensembles that call a model in RV(unrecoverable) (directly or through another ensemble); they
+      are not in RV(rollback) either.
+  returned: always
+  type: list
+  elements: str
+  version_added: 0.2.0
+refetch:
+  description: Recorded models with a recorded version missing on disk, with all their recorded versions (to fetch again).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"name": "anomaly_detector", "versions": [3]}]
+  version_added: 0.2.0
+unrecorded:
+  description: Models with a directory in the repository but no record (never verified on this host).
+  returned: always
+  type: list
+  elements: str
+  version_added: 0.2.0
 stale:
   description: Models on disk or recorded but not in O(models), ensembles first (unload and delete these).
   returned: always
@@ -124,6 +145,8 @@ from ansible_collections.aiops.triton.plugins.module_utils.fs import fsync_dir, 
 
 _VERSION_DIR = re.compile(r"^[1-9][0-9]*$")
 _RECORD = re.compile(r"^(?P<name>[^./][^/]*)\.json$")
+# How many verified versions a record remembers (s3_model_sync's keep_versions picks among them).
+VERIFIED_HISTORY = 20
 
 
 def _read_records(state_dir):
@@ -140,8 +163,35 @@ def _read_records(state_dir):
             except ValueError as exc:
                 raise ValueError("rollback record %s is not JSON (%s); delete it or restore it from backup"
                                  % (os.path.join(state_dir, entry), exc))
-        records[match.group("name")] = {"config": record.get("config", {}), "versions": sorted(record.get("versions", []))}
+        versions = sorted(record.get("versions", []))
+        records[match.group("name")] = {"config": record.get("config", {}), "versions": versions,
+                                        "verified": record.get("verified", sorted(versions, reverse=True))}
     return records
+
+
+def verified_history(previous, versions, limit=VERIFIED_HISTORY):
+    """Versions verified on this host, most recently verified first: ``versions`` (just verified), then
+    the earlier ones. s3_model_sync keeps only these when it prunes, so a failed version never displaces
+    the rollback target."""
+    current = sorted((int(v) for v in versions), reverse=True)
+    earlier = [v for v in (previous or {}).get("verified", []) if v not in current]
+    return (current + earlier)[:limit]
+
+
+def ensembles_calling(records, names):
+    """Recorded ensembles that call any of ``names``, directly or through another ensemble."""
+    blocked, grew = set(), True
+    while grew:
+        grew = False
+        for name, record in records.items():
+            config = record["config"]
+            if name in blocked or name in names or not is_ensemble(config):
+                continue
+            steps = (config.get("ensemble_scheduling") or {}).get("step") or []
+            if any(step.get("model_name") in set(names) | blocked for step in steps):
+                blocked.add(name)
+                grew = True
+    return sorted(blocked)
 
 
 def _on_disk(repository):
@@ -158,6 +208,8 @@ def _on_disk(repository):
 
 
 def rollback_target(records, disk):
+    """The models to restore (ensembles last), those with no recorded version on disk, and the recorded
+    ensembles that call one of those (they cannot be restored either)."""
     target, unrecoverable = [], []
     for name in sorted(records, key=lambda n: (is_ensemble(records[n]["config"]), n)):
         record = records[name]
@@ -167,7 +219,8 @@ def rollback_target(records, disk):
             continue
         target.append({"name": name, "versions": present, "missing": [v for v in record["versions"] if v not in present],
                        "ensemble": is_ensemble(record["config"]), "config": pin_versions(record["config"], present)})
-    return target, unrecoverable
+    blocked = ensembles_calling(records, unrecoverable)
+    return [t for t in target if t["name"] not in blocked], unrecoverable, blocked
 
 
 def stale_models(records, disk, wanted):
@@ -195,7 +248,8 @@ def record(params, check_mode):
         if missing:
             raise ValueError("models entry %r lacks %s" % (model.get("name", "?"), ", ".join(missing)))
         name = model["name"]
-        after[name] = {"config": model["config"], "versions": sorted(int(v) for v in model["versions"])}
+        versions = sorted(int(v) for v in model["versions"])
+        after[name] = {"config": model["config"], "versions": versions, "verified": verified_history(before.get(name), versions)}
         if before.get(name) != after[name]:
             written.append(name)
     removed = sorted(set(before) - set(after))
@@ -233,9 +287,12 @@ def main():
         disk = _on_disk(params["repository"])
     except (IOError, OSError, ValueError) as exc:
         module.fail_json(msg="rollback records in %s: %s" % (params["state_dir"], exc))
-    target, unrecoverable = rollback_target(records, disk)
+    target, unrecoverable, blocked = rollback_target(records, disk)
     changed = bool(written or removed)
-    result = dict(changed=changed, records=records, rollback=target, unrecoverable=unrecoverable,
+    result = dict(changed=changed, records=records, rollback=target, unrecoverable=unrecoverable, blocked=blocked,
+                  unrecorded=sorted(set(disk) - set(records)),
+                  refetch=[{"name": n, "versions": r["versions"]} for n, r in sorted(records.items())
+                           if any(v not in disk.get(n, []) for v in r["versions"])],
                   stale=stale_models(before, disk, wanted), written=written, removed=removed)
     if module._diff:
         result["diff"] = dict(before=json.dumps(before, indent=2, sort_keys=True) + "\n",

@@ -71,14 +71,15 @@ def lab(tmp_path_factory, moto_server):
         yield {"root": root, "repo": repo, "s3": s3, "server": server, "moto": moto_server}
 
 
-def run_rollout(lab, add_sub_versions, pipeline=True, check=False, latest=None, extra_hosts=""):
+def run_rollout(lab, add_sub_versions, pipeline=True, check=False, latest=None, extra_hosts="", keep_versions=None):
     server = lab["server"]
     inventory = lab["root"] / "hosts.ini"
     inventory.write_text("[triton_servers]\nlocalhost ansible_connection=local ansible_python_interpreter=%s\n%s"
                          % (sys.executable, extra_hosts))
     extra = {
         "triton_models_list": [dict({"name": "add_sub", "config": ADD_SUB},
-                                    **({"latest": latest} if latest else {"versions": add_sub_versions}))]
+                                    **({"latest": latest} if latest else {"versions": add_sub_versions}),
+                                    **({} if keep_versions is None else {"keep_versions": keep_versions}))]
         + ([{"name": "add_sub_pipeline", "config": PIPELINE, "versions": [1]}] if pipeline else []),
         "triton_models_s3_bucket": BUCKET,
         "triton_models_s3_endpoint_url": lab["moto"].endpoint,
@@ -114,6 +115,23 @@ def versions_on_disk(lab, model):
     return sorted(int(n) for n in os.listdir(lab["repo"] / model) if n.isdigit())
 
 
+def given(lab, add_sub_versions, pipeline):
+    """Each test's own set-up: the host serves add_sub at these versions (with the pipeline, or without it)
+    and records them, so the test holds when run alone. In file order the previous test left exactly this
+    state and nothing runs; otherwise a rollout brings the host there."""
+    client = TritonClient(lab["server"].http_url, api_key=KEY)
+    state = lab["root"] / "state" / "add_sub.json"
+
+    def there():
+        return (client.ready_versions("add_sub") == add_sub_versions
+                and client.ready_versions("add_sub_pipeline") == ([1] if pipeline else [])
+                and state.exists() and record(lab, "add_sub")["versions"] == add_sub_versions)
+    if not there():
+        proc = run_rollout(lab, add_sub_versions, pipeline=pipeline)
+        assert proc.returncode == 0, "set-up rollout failed:\n" + proc.stdout[-6000:] + proc.stderr[-2000:]
+        assert there(), "set-up rollout did not reach add_sub %s, pipeline %s" % (add_sub_versions, pipeline)
+
+
 def test_good_rollout_is_verified_and_recorded(lab):
     proc = run_rollout(lab, [1])
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
@@ -127,6 +145,7 @@ def test_good_rollout_is_verified_and_recorded(lab):
 
 def test_upgrade_serves_exactly_the_listed_versions(lab):
     """1 -> 2: version 1 stays on disk for rollback (keep_versions 1) but no longer serves."""
+    given(lab, [1], pipeline=True)
     proc = run_rollout(lab, [2])
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     client = TritonClient(lab["server"].http_url, api_key=KEY)
@@ -139,6 +158,7 @@ def test_upgrade_serves_exactly_the_listed_versions(lab):
 
 
 def test_broken_version_rolls_back_by_itself(lab):
+    given(lab, [2], pipeline=True)
     publish_version(lab["s3"], BUCKET, "models", "add_sub", 3, add_sub_files(3, init_error="v3 cannot start"))
     proc = run_rollout(lab, [3])
     out = proc.stdout + proc.stderr
@@ -161,6 +181,10 @@ def test_broken_version_rolls_back_by_itself(lab):
 
 
 def test_dropped_model_is_unloaded_deleted_and_forgotten(lab):
+    # the model to drop is served, on disk and recorded first (run alone, before, it never existed and
+    # every assertion below held without a drop)
+    given(lab, [2], pipeline=True)
+    assert (lab["repo"] / "add_sub_pipeline").exists() and (lab["root"] / "state" / "add_sub_pipeline.json").exists()
     proc = run_rollout(lab, [2], pipeline=False)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     client = TritonClient(lab["server"].http_url, api_key=KEY)
@@ -176,6 +200,7 @@ def _recap_changed(out):
 
 
 def test_check_mode_on_a_converged_host_reports_no_change(lab):
+    given(lab, [2], pipeline=False)
     proc = run_rollout(lab, [2], pipeline=False, check=True)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     assert _recap_changed(proc.stdout) == 0, proc.stdout[-6000:]
@@ -183,6 +208,7 @@ def test_check_mode_on_a_converged_host_reports_no_change(lab):
 
 def test_drift_is_named_in_check_mode_and_nothing_changes(lab):
     """A hand-edited config.pbtxt, a version loaded through the API, a deleted version directory."""
+    given(lab, [2], pipeline=False)
     repo, client = lab["repo"], TritonClient(lab["server"].http_url, api_key=KEY)
     config_path = repo / "add_sub" / "config.pbtxt"
     edited = config_path.read_text() + 'parameters {\n  key: "drift_probe"\n  value {\n    string_value: "edit"\n  }\n}\n'
@@ -226,6 +252,7 @@ def test_drift_is_named_in_check_mode_and_nothing_changes(lab):
 
 def test_an_unreachable_host_stops_the_rollout_before_any_host_changes(lab):
     """The parallel check pass cannot rescue an unreachable host; the rollout must not go on without it."""
+    given(lab, [2], pipeline=False)
     client = TritonClient(lab["server"].http_url, api_key=KEY)
     before = client.ready_versions("add_sub")
     config = (lab["repo"] / "add_sub" / "config.pbtxt").read_text()

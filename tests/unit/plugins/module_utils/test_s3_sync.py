@@ -29,6 +29,58 @@ def test_plan_sync(wanted, remote, local, keep, expected):
     assert plan == expected
 
 
+@pytest.mark.parametrize("verified,keep,retained", [
+    ([3, 2], 1, [3]),          # the failed 4 is never kept; the rollback target 3 is
+    ([3, 2], 2, [2, 3]),
+    ([2, 3], 1, [2]),          # most recently verified first, not newest number first
+    ([], 1, []),               # nothing verified: nothing not wanted is kept
+    ([3], 0, []),
+])
+def test_plan_sync_keeps_verified_versions_only(verified, keep, retained):
+    plan = s.plan_sync([5], {5: "e"}, {2: "b", 3: "c", 4: "d"}, keep, verified)
+    assert plan["retained"] == retained
+    assert plan["remove"] == sorted(set([2, 3, 4]) - set(retained))
+
+
+def test_plan_sync_without_pruning_removes_nothing():
+    plan = s.plan_sync([3], {3: "c"}, {1: "a", 4: "d"}, 0, [3], prune=False)
+    assert plan["add"] == [3] and plan["remove"] == [] and plan["retained"] == [1, 4]
+
+
+def _rollouts(outcomes, keep, use_records):
+    """Replay rollouts of versions 2, 3, ... each verified (True) or failing (False), as the role does:
+    sync the new version (pruning), then on success record it, on failure roll back to the record.
+    Returns, after each step, whether the last verified version was on disk when the rollback needed it."""
+    disk, record = {1: "v1"}, {"versions": [1], "verified": [1]}
+    found = []
+    for step, ok in enumerate(outcomes):
+        version = step + 2
+        plan = s.plan_sync([version], {version: "v%d" % version}, disk, keep,
+                           record["verified"] if use_records else None)
+        for v in plan["add"]:
+            disk[v] = "v%d" % v
+        for v in plan["remove"]:
+            del disk[v]
+        if ok:
+            record = {"versions": [version], "verified": [version] + [v for v in record["verified"] if v != version]}
+        else:
+            found.append(all(v in disk for v in record["versions"]))
+    return found
+
+
+@pytest.mark.parametrize("outcomes", [
+    [ok for ok in map(lambda bits: [b == "1" for b in bits], [format(n, "05b")])][0] for n in range(32)])
+@pytest.mark.parametrize("keep", [1, 2])
+def test_after_any_sequence_of_good_and_failed_versions_the_rollback_target_is_on_disk(outcomes, keep):
+    assert all(_rollouts(outcomes, keep, use_records=True))
+
+
+def test_keeping_the_newest_instead_deletes_the_rollback_target_after_two_failures():
+    # issue 21: good 3 was deleted in favour of the failed 4 when 5 failed too
+    assert _rollouts([True, False, False], 1, use_records=False) == [True, False]
+    assert _rollouts([True, False, False], 1, use_records=True) == [True, True]
+
+
 def test_pick_latest_and_prefixes():
     assert s.pick_latest([1, 7, 3, 7, 12], 2) == [7, 12]
     assert s.version_prefix("", "m") == "m/"

@@ -37,7 +37,7 @@ def test_record_then_nothing_to_do(capsys, host):
     models = [{"name": "m", "config": CONFIG, "versions": [2]}, {"name": "e", "config": ENSEMBLE, "versions": [1]}]
     first = run(capsys, state="recorded", models=models, **host)
     assert first["changed"] and sorted(first["written"]) == ["e", "m"]
-    assert json.load(open(os.path.join(host["state_dir"], "m.json"))) == {"config": CONFIG, "versions": [2]}
+    assert json.load(open(os.path.join(host["state_dir"], "m.json"))) == {"config": CONFIG, "versions": [2], "verified": [2]}
     assert oct(os.stat(os.path.join(host["state_dir"], "m.json")).st_mode & 0o777) == "0o600"
     again = run(capsys, state="recorded", models=models, **host)
     assert not again["changed"] and again["written"] == [] and again["removed"] == []
@@ -94,3 +94,43 @@ def test_a_corrupt_record_is_a_clear_error(capsys, host):
 def test_recorded_needs_models(capsys, host):
     result = run(capsys, state="recorded", **host)
     assert result["failed"] and "models" in result["msg"]
+
+
+def test_verified_history_remembers_earlier_verified_versions_most_recent_first(capsys, host):
+    for versions in ([1], [2], [1], [2]):
+        run(capsys, state="recorded", models=[{"name": "m", "config": CONFIG, "versions": versions}], **host)
+    record = json.load(open(os.path.join(host["state_dir"], "m.json")))
+    assert record["versions"] == [2] and record["verified"] == [2, 1]
+    assert triton_model_state.verified_history({"verified": list(range(30, 0, -1))}, [31])[:3] == [31, 30, 29]
+    assert len(triton_model_state.verified_history({"verified": list(range(30, 0, -1))}, [31])) == triton_model_state.VERIFIED_HISTORY
+
+
+def test_a_record_without_history_is_not_rewritten(capsys, host):
+    os.makedirs(host["state_dir"])
+    with open(os.path.join(host["state_dir"], "m.json"), "w") as handle:
+        json.dump({"config": CONFIG, "versions": [2]}, handle)
+    result = run(capsys, state="recorded", models=[{"name": "m", "config": CONFIG, "versions": [2]}], **host)
+    assert not result["changed"], "a record written before the history existed reads as verified at its versions"
+
+
+def test_ensembles_calling_an_unrecoverable_model_are_blocked_not_restored(capsys, host):
+    inner = {"name": "e", "platform": "ensemble", "ensemble_scheduling": {"step": [{"model_name": "m"}]}}
+    outer = {"name": "outer", "platform": "ensemble", "ensemble_scheduling": {"step": [{"model_name": "e"}]}}
+    other = {"name": "other", "platform": "ensemble", "ensemble_scheduling": {"step": [{"model_name": "x"}]}}
+    os.makedirs(os.path.join(host["repository"], "outer", "1"))
+    os.makedirs(os.path.join(host["repository"], "other", "1"))
+    os.makedirs(os.path.join(host["repository"], "x", "1"))
+    run(capsys, state="recorded", models=[{"name": "m", "config": CONFIG, "versions": [7]},
+                                          {"name": "x", "config": dict(CONFIG, name="x"), "versions": [1]},
+                                          {"name": "e", "config": inner, "versions": [1]},
+                                          {"name": "outer", "config": outer, "versions": [1]},
+                                          {"name": "other", "config": other, "versions": [1]}], **host)
+    result = run(capsys, **host)
+    assert result["unrecoverable"] == ["m"]
+    assert result["blocked"] == ["e", "outer"], "ensembles calling m, directly or through e"
+    assert [t["name"] for t in result["rollback"]] == ["x", "other"]
+
+
+def test_unrecorded_lists_models_on_disk_that_were_never_verified(capsys, host):
+    run(capsys, state="recorded", models=[{"name": "m", "config": CONFIG, "versions": [1]}], **host)
+    assert run(capsys, **host)["unrecorded"] == ["e", "gone"]
