@@ -21,6 +21,7 @@ __metaclass__ = type
 
 import copy
 import difflib
+import os
 import struct
 
 from ansible_collections.aiops.triton.plugins.module_utils.model_config_errors import ModelConfigError
@@ -300,12 +301,15 @@ def parse(text):
     return to_dict(message)
 
 
-def validate(config, gpus=None, models=None):
+def validate(config, gpus=None, models=None, version_files=None):
     """Schema check plus the checks Triton makes when it loads the model.
 
     ``gpus``: GPU indexes the host has (None: no host check).  ``models``: name -> config
     of the other models in the repository, used to check an ensemble's steps; None skips
     that check (an empty mapping means "no other models", so every step is missing).
+    ``version_files``: names in the model's first version directory, for a config that leaves
+    'platform'/'backend' to Triton (None: not known, the choice is left to Triton).
+    Returns what Triton fills in at load (model_config_rules.auto_complete).
     """
     message = to_message(config)
     others = None  # None, not {}: without models the ensemble wiring check is skipped, not failed
@@ -316,7 +320,17 @@ def validate(config, gpus=None, models=None):
                 others[name] = to_message(other)
             except ModelConfigError as exc:
                 raise ModelConfigError("models[%r].%s" % (name, exc))
-    model_config_rules.check(message, gpus=gpus, models=others)
+    return model_config_rules.check(message, gpus=gpus, models=others, version_files=version_files)
+
+
+def first_version_files(model_dir):
+    """Names in the model's first version directory as Triton picks it (its subdirectories in byte
+    order, whatever their names), or None when the model directory has none yet."""
+    try:
+        subdirs = sorted(entry for entry in os.listdir(model_dir) if os.path.isdir(os.path.join(model_dir, entry)))
+    except OSError:
+        return None
+    return sorted(os.listdir(os.path.join(model_dir, subdirs[0]))) if subdirs else None
 
 
 def apply_host_overrides(config, gpus, pci_gpus=None, changes=None):

@@ -14,11 +14,20 @@ server ``qa/L0_model_config`` are found verbatim in ours.
 
 Backend-dependent checks (a config against the model file: dims, dtypes, tensor
 names) cannot be made without the backend and are not attempted.
+
+A config may leave fields to Triton's auto-complete. 'platform'/'backend': Triton fills them at
+load from ``default_model_filename`` or the files of the model's first version directory
+(AutoCompleteBackendFields, done even under --disable-auto-complete-config); with those files
+given (``version_files``) the same choice is made here and checked, without them the choice is
+left to Triton and the checks that need a backend are skipped. 'output': the python backend
+does not require one (its model.py's auto_complete_config may add them).
 """
 
 from __future__ import (absolute_import, division, print_function)
 
 __metaclass__ = type
+
+import posixpath
 
 from ansible_collections.aiops.triton.plugins.module_utils.model_config_errors import ModelConfigError
 
@@ -38,6 +47,17 @@ PLATFORM_BACKENDS = {
     "torch_aoti": "pytorch",
 }
 KNOWN_BACKENDS = {"tensorflow": "tensorflow", "tensorrt": "tensorrt", "onnxruntime": "onnxruntime", "pytorch": "pytorch"}
+PYTHON_BACKEND = "python"
+# AutoCompleteBackendFields: the model file name that makes Triton pick each platform/backend, in the
+# order it tries them, as (file, platform, backend).
+AUTOFILL_FILES = (
+    ("model.savedmodel", "tensorflow_savedmodel", ""),
+    ("model.graphdef", "tensorflow_graphdef", ""),
+    ("model.plan", TENSORRT_PLATFORM, ""),
+    ("model.onnx", "onnxruntime_onnx", ""),
+    ("model.pt", "pytorch_libtorch", ""),
+    ("model.py", "", PYTHON_BACKEND),
+)
 _SINK = "\x00sink"
 CORRID_TYPES = ("TYPE_UINT64", "TYPE_INT64", "TYPE_UINT32", "TYPE_INT32", "TYPE_STRING")
 
@@ -52,13 +72,41 @@ def _enum(message, field):
     return descriptor.values_by_number[getattr(message, field)].name
 
 
-def check(config, gpus=None, models=None):
-    """Run every rule on a ModelConfig proto; ``models`` maps name -> ModelConfig proto."""
+def auto_complete(config, version_files=None):
+    """What Triton fills in at load for a config naming neither platform nor backend: a dict with
+    'platform' and/or 'backend', {} when nothing would be filled, None when it depends on files not given.
+
+    ``version_files``: names in the model's first version directory (None: not known here)."""
+    if config.platform or config.backend:
+        return {}
+    wanted = config.default_model_filename
+    if not wanted:
+        if version_files is None:
+            return None
+        wanted = next((entry[0] for entry in AUTOFILL_FILES if entry[0] in version_files), "")
+    for filename, platform, backend in AUTOFILL_FILES:
+        if filename == wanted:
+            filled = {"platform": platform} if platform else {}
+            filled["backend"] = backend or PLATFORM_BACKENDS[platform]
+            return filled
+    return {}
+
+
+def check(config, gpus=None, models=None, version_files=None):
+    """Run every rule on a ModelConfig proto; ``models`` maps name -> ModelConfig proto; ``version_files``
+    lists the model's first version directory (see auto_complete). Returns what Triton will fill in."""
     name = config.name
     if not name:
         _fail("name", "model configuration must specify 'name'")
-    backend = _effective_backend(config)
-    _check_platform(config, backend)
+    filled = auto_complete(config, version_files)
+    if filled is None:
+        backend = None  # Triton picks it from the model's files at load: checks needing it are skipped
+    else:
+        if filled.get("platform"):
+            config = _copy_with(config, platform=filled["platform"])
+        backend = filled.get("backend") or _effective_backend(config)
+        _check_platform(config, backend)
+    _check_runtime(config)
     if config.max_batch_size < 0:
         _fail("max_batch_size", "'max_batch_size' must be non-negative value for " + name)
     _check_version_policy(config)
@@ -78,8 +126,28 @@ def check(config, gpus=None, models=None):
     if config.HasField("model_metrics"):
         _check_model_metrics(config)
     _check_instance_groups(config, gpus)
-    _check_io(config)
+    _check_io(config, backend)
     _check_warmup(config)
+    return filled
+
+
+def _copy_with(config, **fields):
+    copied = type(config)()
+    copied.CopyFrom(config)
+    for field, value in fields.items():
+        setattr(copied, field, value)
+    return copied
+
+
+def _check_runtime(config):
+    """TritonModel's backend library lookup: 'runtime' is joined to each directory searched (version,
+    model, the backend's own) and must stay inside it; Triton refuses it once found outside, and cannot
+    find it otherwise."""
+    if not config.runtime:
+        return
+    if not posixpath.normpath("/searched/" + config.runtime).startswith("/searched/"):
+        _fail("runtime", "backend library name '%s' escapes backend directory, for model '%s', check model config runtime "
+              "field" % (config.runtime, config.name))
 
 
 def _effective_backend(config):
@@ -91,9 +159,8 @@ def _effective_backend(config):
 
 def _check_platform(config, backend):
     name = config.name
-    if not config.platform and not config.backend:
-        # Triton would try to guess from the files in the version directory; a config
-        # we render is meant to load under --disable-auto-complete-config, so say it.
+    if not config.platform and not backend:
+        # Nothing to fill from default_model_filename or the version directory's files either.
         _fail("platform", "must specify 'platform' or 'backend' for '%s'" % name)
     if not backend and config.platform != ENSEMBLE:
         _fail("platform", "unexpected platform type '%s' for %s" % (config.platform, name))
@@ -327,12 +394,12 @@ def _check_io_shape(io, max_batch_size, what, path, name):
             _fail(path + ".reshape", prefix + "has different size for dims and reshape" + suffix)
 
 
-def _check_io(config):
+def _check_io(config, backend):
     """ValidateModelIOConfig plus duplicate names (Triton keeps the first silently)."""
     name = config.name
-    if not config.output and config.platform != ENSEMBLE:
-        # Our rule: rendered configs target --disable-auto-complete-config, where no
-        # backend fills outputs in (pytorch backend: "must contain at least one output").
+    if not config.output and config.platform != ENSEMBLE and backend not in (None, PYTHON_BACKEND):
+        # Our rule for backends other than python (which needs none, and whose model.py may add them):
+        # whether they fill outputs in depends on the model file (pytorch: "must contain at least one output").
         _fail("output", "model configuration must contain at least one output, none were specified for " + name)
     for field, what in (("input", "model input "), ("output", "model output ")):
         seen = {}

@@ -22,9 +22,21 @@ description:
     C(model_warmup) sample (batch size within C(max_batch_size), or 1 without batching; every required input given,
     with its data type, fixed dims and a data source).
     Checks that depend on the model file (tensor names, dims and types the backend reads from the model) are not made.
-  - "Some rules are stricter than Triton, because a rendered configuration is meant to load as written under
-    C(--disable-auto-complete-config): C(platform) or C(backend) is required; at least one C(output) is required
-    (except for an ensemble); tensor names must be unique (Triton keeps the first silently); an instance group
+  - "Fields left to Triton's auto-complete are accepted as Triton accepts them. With neither C(platform) nor C(backend),
+    Triton picks one at load from C(default_model_filename) or the files of the model's first version directory
+    (C(model.py) is the python backend, C(model.onnx) C(onnxruntime_onnx), C(model.plan), C(model.pt),
+    C(model.savedmodel), C(model.graphdef)), also under C(--disable-auto-complete-config). Where that directory is
+    there to read (O(repository) given, on the host) the module makes the same choice and checks the result, refusing
+    a model it gives nothing with Triton's C(must specify 'platform' or 'backend'); elsewhere (no O(repository), the
+    controller's validation) the choice is left to Triton and the checks that need a backend are skipped.
+    RV(auto_complete) says which. The python backend needs no C(output): its C(model.py) C(auto_complete_config) adds
+    them when Triton runs with auto-complete on; C(triton_server) runs it with C(--disable-auto-complete-config), so
+    there such a model serves without declared outputs."
+  - "A C(runtime) that leaves the directories Triton looks it up in (the version, model and backend directories),
+    such as C(../dummy_runtime/libtriton_identity.so), is refused with Triton's words
+    C(backend library name ... escapes backend directory)."
+  - "Some rules are stricter than Triton: at least one C(output) is required for backends other than python
+    (whether they fill outputs in depends on the model file); tensor names must be unique (Triton keeps the first silently); an instance group
     C(count) below 0 is refused (Triton treats it as unset); a known C(platform) together with a different C(backend)
     is refused (for example C(onnxruntime_onnx) with C(python): Triton loads the python backend and ignores the platform);
     and the model name rules listed under O(name)."
@@ -195,6 +207,15 @@ config:
   returned: always
   type: dict
   sample: {"name": "anomaly_detector", "platform": "onnxruntime_onnx", "max_batch_size": 32}
+auto_complete:
+  description:
+    - For a configuration with neither C(platform) nor C(backend), what Triton fills in at load from the model's first
+      version directory (C(platform) and/or C(backend)), as the module worked it out from that directory.
+    - Null when it could not be worked out here (no O(repository), or no version directory yet) and is left to Triton;
+      empty when the configuration names its platform or backend.
+  returned: always
+  type: dict
+  sample: {"backend": "python"}
 host_overrides:
   description: Instance groups O(host_override) moved to C(KIND_CPU) on this host without NVIDIA GPUs, one sentence each.
   returned: always
@@ -216,6 +237,7 @@ from ansible_collections.aiops.triton.plugins.module_utils.model_config import (
     ModelConfigError,
     apply_host_overrides,
     deep_merge,
+    first_version_files,
     normalize,
     parse,
     render,
@@ -254,11 +276,11 @@ def resolve_name(params, config):
     return check_model_name(name, "name")
 
 
-def build(params, name=None, source=None, changes=None):
+def build(params, name=None, source=None, changes=None, filled=None):
     """Merge, fit to the host and check; return (canonical dict, text). Raises ModelConfigError.
 
     ``name`` and ``source`` default to params' name and config (tests/benchmarks/bench_render_configs.py calls it so);
-    host overrides are appended to ``changes``.
+    host overrides are appended to ``changes``; what Triton will auto-complete is stored in ``filled['auto_complete']``.
     """
     name = params["name"] if name is None else name
     source = params["config"] if source is None else source
@@ -268,7 +290,12 @@ def build(params, name=None, source=None, changes=None):
     gpus = params["gpus"]
     if gpus is not None and params["host_override"]:
         config = apply_host_overrides(config, gpus, pci_gpus=params.get("pci_gpus"), changes=changes)
-    validate(config, gpus=gpus, models=params["models"])
+    version_files = None
+    if params.get("repository"):
+        version_files = first_version_files(os.path.join(params["repository"], name))
+    auto_complete = validate(config, gpus=gpus, models=params["models"], version_files=version_files)
+    if filled is not None:
+        filled["auto_complete"] = auto_complete
     return normalize(config), render(config)
 
 
@@ -285,9 +312,11 @@ def write_atomic(module, path, data, file_args):
 def run(module, name, source):
     params = module.params
     overrides = []
-    canonical, text = build(params, name, source, changes=overrides)
+    filled = {}
+    canonical, text = build(params, name, source, changes=overrides, filled=filled)
     if params["validate_only"]:
-        return {"changed": False, "content": text, "config": canonical, "host_overrides": overrides}
+        return {"changed": False, "content": text, "config": canonical, "host_overrides": overrides,
+                "auto_complete": filled["auto_complete"]}
     data = to_bytes(text)
     model_dir = os.path.join(params["repository"], name)
     path = os.path.join(model_dir, CONFIG_FILE)
@@ -296,7 +325,8 @@ def run(module, name, source):
         with open(path, "rb") as handle:
             before = handle.read()
     changed = before != data
-    result = {"changed": changed, "path": path, "content": text, "config": canonical, "host_overrides": overrides}
+    result = {"changed": changed, "path": path, "content": text, "config": canonical, "host_overrides": overrides,
+              "auto_complete": filled["auto_complete"]}
     if module._diff:
         result["diff"] = {"before": to_native(before) if before is not None else "", "after": text,
                           "before_header": path if before is not None else "%s (absent)" % path, "after_header": path}

@@ -37,7 +37,6 @@ def seq(*controls):
 
 CASES = {
     "name_required": (variant(name=""), "name: model configuration must specify 'name'"),
-    "platform_or_backend": (variant(backend=None), "platform: must specify 'platform' or 'backend' for 'm'"),
     "unknown_platform": (variant(backend=None, platform="onnxruntime"), "platform: unexpected platform type 'onnxruntime' for m"),
     "platform_backend_pair": (variant(backend="onnxruntime", platform="onnxruntim"),
                               "platform: unexpected 'platform' and 'backend' pair, got:onnxruntim, onnxruntime"),
@@ -106,7 +105,8 @@ CASES = {
                      "instance_group[0].gpus: instance group m_0 of model m specifies invalid or unsupported gpu id -1"),
     "profile_not_tensorrt": (variant(instance_group=[{"kind": "KIND_CPU", "profile": ["0"]}]),
                              "instance_group[0].profile: instance group m_0 of model m and platform specifies profile field which is only supported"),
-    "output_required": (variant(output=None), "output: model configuration must contain at least one output, none were specified for m"),
+    "output_required": (variant(backend=None, platform="pytorch_libtorch", output=None),
+                        "output: model configuration must contain at least one output, none were specified for m"),
     "io_name": (variant(input=[io(name="")]), "input[0].name: model input must specify 'name' for m"),
     "io_data_type": (variant(input=[io(data_type="TYPE_INVALID")]), "input[0].data_type: model input 'INPUT' must specify 'data_type' for m"),
     "io_dims": (variant(output=[{"name": "OUTPUT", "data_type": "TYPE_FP32"}]), "output[0].dims: model output 'OUTPUT' must specify 'dims' for m"),
@@ -335,3 +335,47 @@ def test_invalid_member_config_is_reported_under_models():
     with pytest.raises(mc.ModelConfigError) as err:
         mc.validate(ensemble(CHAIN), models={"a": {"name": "a", "bogus": 1}})
     assert str(err.value).startswith("models['a'].bogus: unknown field 'bogus'")
+
+
+# -- fields left to Triton's auto-complete (issue 22 item 6; verdicts: tests/integration/test_model_config_triton_verdicts.py)
+@pytest.mark.parametrize("files, filled", [
+    (["model.py"], {"backend": "python"}),
+    (["model.onnx", "model.py"], {"platform": "onnxruntime_onnx", "backend": "onnxruntime"}),
+    (["model.plan"], {"platform": "tensorrt_plan", "backend": "tensorrt"}),
+    (["model.savedmodel"], {"platform": "tensorflow_savedmodel", "backend": "tensorflow"}),
+])
+def test_no_platform_nor_backend_is_filled_from_the_first_version_directory(files, filled):
+    assert mc.validate(variant(backend=None), version_files=files) == filled
+
+
+def test_no_platform_nor_backend_and_no_model_file_is_refused_with_tritons_words():
+    with pytest.raises(mc.ModelConfigError) as err:
+        mc.validate(variant(backend=None), version_files=["weights.bin"])
+    assert str(err.value) == "platform: must specify 'platform' or 'backend' for 'm'"
+
+
+def test_no_platform_nor_backend_without_the_files_is_left_to_triton():
+    assert mc.validate(variant(backend=None)) is None
+    assert mc.validate(variant(backend=None, output=None)) is None
+    assert mc.validate(variant(backend=None, default_model_filename="model.py", output=None)) == {"backend": "python"}
+    assert mc.validate(BASE) == {}
+
+
+def test_python_backend_needs_no_output_others_do():
+    mc.validate(variant(output=None))
+    mc.validate(variant(backend=None, output=None), version_files=["model.py"])
+    with pytest.raises(mc.ModelConfigError, match="^output: model configuration must contain at least one output"):
+        mc.validate(variant(backend=None, output=None), version_files=["model.onnx"])
+
+
+@pytest.mark.parametrize("runtime", ["../dummy_runtime/libtriton_identity.so", "..", "a/../../x.so", "/../x.so"])
+def test_runtime_escaping_the_backend_directory_is_refused_with_tritons_words(runtime):
+    with pytest.raises(mc.ModelConfigError) as err:
+        mc.validate(variant(runtime=runtime))
+    assert str(err.value) == ("runtime: backend library name '%s' escapes backend directory, for model 'm', check model config "
+                              "runtime field" % runtime)
+
+
+@pytest.mark.parametrize("runtime", ["libtriton_python.so", "./libtriton_python.so", "sub/../libtriton_python.so", "/abs/x.so", "model.py"])
+def test_runtime_inside_the_backend_directory_is_accepted(runtime):
+    mc.validate(variant(runtime=runtime))

@@ -272,3 +272,34 @@ def test_src_that_is_not_pbtxt_names_the_file(capsys, tmp_path):
     result = run_module(capsys, src=src, validate_only=True, name="m")
     assert result["failed"] is True
     assert result["msg"].startswith("m: src: %s: config.pbtxt: 1:" % src)
+
+
+@pytest.mark.parametrize("files, result", [
+    ({"1/model.py": "", "2/other": ""}, {"backend": "python"}),
+    ({"10/model.py": "", "9/model.onnx": ""}, {"backend": "python"}),  # Triton reads the first directory in byte order
+])
+def test_backend_left_to_triton_is_worked_out_from_the_first_version_directory(capsys, tmp_path, files, result):
+    for path, text in files.items():
+        (tmp_path / "m" / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "m" / path).write_text(text)
+    config = {"input": [{"name": "X", "data_type": "TYPE_FP32", "dims": [2]}]}
+    out = run_module(capsys, repository=str(tmp_path), name="m", config=config)
+    assert out.get("failed") is not True, out
+    assert out["auto_complete"] == result
+    assert "backend" not in out["config"] and "backend" not in out["content"]  # written as given: Triton fills it
+
+
+def test_backend_left_to_triton_without_a_model_file_is_refused(capsys, tmp_path):
+    (tmp_path / "m" / "1").mkdir(parents=True)
+    (tmp_path / "m" / "1" / "weights.bin").write_text("")
+    out = run_module(capsys, repository=str(tmp_path), name="m", config={"max_batch_size": 0})
+    assert out["failed"] is True
+    assert out["msg"] == "%s/m: platform: must specify 'platform' or 'backend' for 'm'" % tmp_path
+    assert not os.path.exists(config_path(tmp_path, "m"))
+
+
+def test_backend_left_to_triton_before_any_version_is_synced_is_accepted(capsys, tmp_path):
+    out = run_module(capsys, validate_only=True, config={"name": "m"})
+    assert out["auto_complete"] is None and out["changed"] is False
+    out = run_module(capsys, repository=str(tmp_path), name="m", config={"name": "m"})
+    assert out["auto_complete"] is None and out["changed"] is True
