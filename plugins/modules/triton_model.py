@@ -29,7 +29,7 @@ description:
     versions that were C(READY) before; the module fails with Triton's own error text and lists them.
   - Triton answers a configuration it cannot parse with only C(failed to poll from model repository);
     the parse error itself is in Triton's log (C(journalctl -u tritonserver)).
-version_added: "0.2.0"
+version_added: "1.0.0"
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - aiops.triton.triton_api
@@ -53,8 +53,7 @@ options:
   state:
     description:
       - V(loaded) ensures the model serves (at O(versions) when given).
-      - V(unloaded) unloads every version and waits until none is C(READY) or C(UNLOADING); a model whose last load failed
-        is unloaded too (Triton keeps the failed versions in an error state, and strict readiness with them, until then).
+      - V(unloaded) unloads every version and waits until none is C(READY) or C(UNLOADING).
     type: str
     choices: [loaded, unloaded]
     default: loaded
@@ -177,13 +176,6 @@ def _ready(index):
     return sorted(v for v, (state, _reason) in index.items() if state == "READY")
 
 
-def _error_state(index):
-    """Versions Triton keeps in an error state (a failed load): until the model is unloaded, strict readiness
-    keeps /v2/health/ready at 400 although nothing serves them."""
-    return sorted(v for v, (state, reason) in index.items() if state not in ("READY", "UNLOADING")
-                  and (reason or "").strip() not in ("", "unloaded"))
-
-
 def _describe(index):
     return [{"version": v, "state": index[v][0], "reason": index[v][1]} for v in sorted(index)]
 
@@ -250,7 +242,7 @@ def ensure(client, params, check_mode):
     index = _index(client, name)
     before = _ready(index)
     if params["state"] == "unloaded":
-        action = "unload" if (before or _error_state(index)) else "none"
+        action = "unload" if before else "none"
         after = []
     else:
         satisfied = (before == versions) if versions else bool(before)
@@ -262,8 +254,7 @@ def ensure(client, params, check_mode):
         else:
             index = _load(client, name, versions, params["config"], params["timeout"], params["repository_config"])
         after = _ready(index)
-    changed = action != "none" and (before != after or params["reload"] or params["config"] is not None or check_mode
-                                    or action == "unload")
+    changed = action != "none" and (before != after or params["reload"] or params["config"] is not None or check_mode)
     return dict(changed=changed, name=name, before=before, after=after, action=action, states=_describe(index),
                 diff=dict(before={"name": name, "ready_versions": before}, after={"name": name, "ready_versions": after}))
 
