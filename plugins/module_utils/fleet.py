@@ -15,12 +15,14 @@ __metaclass__ = type
 import difflib
 import re
 
+from ansible_collections.aiops.triton.plugins.module_utils.rollout_bake import VARIABLES as BAKE_VARIABLES
 from ansible_collections.aiops.triton.plugins.module_utils.model_config import ModelConfigError, validate
 
 # The one group every Triton host is in; the default single rollout group when none are named.
 SERVERS_GROUP = "triton_servers"
 # Inventory-level variables the collection reads that no role declares.
-FLEET_VARIABLES = frozenset(["triton_rollout_groups", "triton_rollout_serial", "triton_models_catalog"])
+# Rollout settings: inventory-level like the groups themselves, read by playbooks/models.yml (canary bake included).
+FLEET_VARIABLES = frozenset(["triton_rollout_groups", "triton_rollout_serial", "triton_models_catalog"]) | BAKE_VARIABLES
 # Keys of a triton_models_list entry, and the ones a catalog entry may provide.
 ENTRY_KEYS = frozenset(["name", "config", "versions", "latest", "keep_versions", "verify", "latency_budget", "state"])
 CATALOG_KEYS = ENTRY_KEYS - frozenset(["name", "versions", "latest", "state"])
