@@ -217,9 +217,8 @@ def play(inventory_dir, log, playbook, *extra):
     env = dict(os.environ, **scenario_checks.ROLLOUT_ENV)
     # molecule's ANSIBLE_CONFIG (inherited here) names neither the lab's connection plugin path nor the
     # checkout's fact caching and forks (ansible.cfg): the runs get them as the lab's own runs do
-    env.update(ANSIBLE_CONNECTION_PLUGINS=":".join(filter(None, [os.path.join(ROOT, "lab", "plugins", "connection"),
-                                                               os.environ.get("ANSIBLE_CONNECTION_PLUGINS")])),
-               ANSIBLE_GATHERING="smart", ANSIBLE_FORKS="20")
+    plugins = [os.path.join(ROOT, "lab", "plugins", "connection"), os.environ.get("ANSIBLE_CONNECTION_PLUGINS")]
+    env.update(ANSIBLE_CONNECTION_PLUGINS=":".join(filter(None, plugins)), ANSIBLE_GATHERING="smart", ANSIBLE_FORKS="20")
     proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory_dir,
                            os.path.join(ROOT, playbook)] + list(extra),
                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=1800, check=False)
