@@ -188,7 +188,9 @@ def overlay(inventory, workdir, servers_extra=None, pins=None):
     shutil.rmtree(dest, ignore_errors=True)
     os.makedirs(os.path.join(dest, "group_vars", "triton_servers"))
     for name in os.listdir(os.path.dirname(inventory)):  # molecule's hosts and the linked rollout groups
-        if name != "group_vars":
+        if name == "host_vars":  # every host on the lab's transport already (molecule.yml links them)
+            os.symlink(os.path.realpath(os.path.join(os.path.dirname(inventory), name)), os.path.join(dest, name))
+        elif name != "group_vars":
             with open(os.path.realpath(os.path.join(os.path.dirname(inventory), name))) as handle:
                 text = handle.read()
             text = text.replace("ansible_connection: podman\n", "ansible_connection: lab_podman\n"
