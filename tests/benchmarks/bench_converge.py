@@ -11,7 +11,9 @@ at the largest size to the middle one (target <= 1.3: forks do the parallel work
 average around the run. The lab enters its hosts with nsenter (exec_method nsenter of the lab's lab_podman);
 the sizes named by --podman-exec are measured in the same rounds through `podman exec` as well, so the
 transport's share is a ratio from one run. Prints a markdown table for docs/benchmarks.md and writes
-build/bench_converge.json. Exits 1 when a measured run changed something or failed.
+build/bench_converge.json. Exits 1 when a measured run changed something or failed, 2 before anything
+starts when the machine is loaded (tests/benchmarks/_load.py; --allow-loaded runs anyway, the table
+marked as not a result).
 """
 
 import argparse
@@ -22,6 +24,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+import _load
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -59,7 +63,10 @@ def main(argv=None):
     parser.add_argument("--podman-exec", default="3", help="host counts also measured with exec_method podman ('' for none)")
     parser.add_argument("--skip-setup", action="store_true", help="the lab is up, published and converged already")
     parser.add_argument("-e", "--extra-vars", action="append", default=[], help="passed to every ansible-playbook run")
+    _load.add_argument(parser)
     args = parser.parse_args(argv)
+    # before the lab is brought up: what counts is other work on the machine, not this script's setup
+    load = _load.start(allow=args.allow_loaded)
     sizes = sorted(int(n) for n in args.hosts.split(","))
     via_podman = [int(n) for n in args.podman_exec.split(",") if n.strip()]
     os.makedirs(os.path.join(ROOT, "build"), exist_ok=True)
@@ -77,7 +84,7 @@ def main(argv=None):
     order = []
     for number in range(args.rounds):
         order.extend(sizes if number % 2 == 0 else list(reversed(sizes)))
-    load_before = os.getloadavg()
+    load_before = os.getloadavg()  # after the setup, just before the measured runs
     # (hosts, transport) -> wall times; transport "nsenter" is the lab's own
     variants = [(n, "nsenter") for n in sizes] + [(n, "podman exec") for n in via_podman]
     walls = dict((v, []) for v in variants)
@@ -93,7 +100,8 @@ def main(argv=None):
                 bad.append("%d hosts (%s): rc %d, changed/failed on %s" % (size, variant[1], rc, problems or "?"))
             changed = sorted(set(r["changed"] for r in recap.values()))
             print("%d hosts, %s: %.1f s (rc %d, changed=%s)" % (size, variant[1], wall, rc, changed), flush=True)
-    load_after = os.getloadavg()
+    _load.finish(load)
+    load_after = load.after
     rows = []
     for size, transport in variants:
         mid = statistics.median(walls[(size, transport)])
@@ -107,19 +115,18 @@ def main(argv=None):
     result = {"rows": rows, "ratio_per_host": {"sizes": [largest, middle], "value": ratio},
               "podman_exec_over_nsenter": exec_ratios,
               "load_before": [round(x, 1) for x in load_before], "load_after": [round(x, 1) for x in load_after],
-              "cpus": os.cpu_count(), "failures": bad}
+              "cpus": os.cpu_count(), "failures": bad, "load": load.as_dict()}
     with open(os.path.join(ROOT, "build", "bench_converge.json"), "w", encoding="utf-8") as handle:
         json.dump(result, handle, indent=1)
-    print()
-    print("| Hosts | Transport | No-change `site.yml` runs (s) | Median (s) | Per host (s) |")
-    print("|---:|---|---|---:|---:|")
+    lines = ["", "| Hosts | Transport | No-change `site.yml` runs (s) | Median (s) | Per host (s) |", "|---:|---|---|---:|---:|"]
     for row in rows:
         runs = ", ".join("%.1f" % w for w in row["runs"])
-        print("| %d | %s | %s | %.1f | %.1f |" % (row["hosts"], row["transport"], runs, row["median_s"], row["per_host_s"]))
-    print()
-    print("Per-host time at %d hosts / at %d hosts: %s (target <= 1.3). podman exec / nsenter, same hosts: %s. "
-          "Load average (1/5/15 min) before %s, after %s; %d CPUs."
-          % (largest, middle, ratio, exec_ratios, result["load_before"], result["load_after"], result["cpus"]))
+        lines.append("| %d | %s | %s | %.1f | %.1f |" % (row["hosts"], row["transport"], runs, row["median_s"], row["per_host_s"]))
+    lines += ["", "Per-host time at %d hosts / at %d hosts: %s (target <= 1.3). podman exec / nsenter, same hosts: %s. "
+              "Load average (1/5/15 min) before the script %s, before the measured runs %s, after %s; %d CPUs."
+              % (largest, middle, ratio, exec_ratios, [round(x, 1) for x in load.before], result["load_before"],
+                 result["load_after"], result["cpus"])]
+    print(_load.mark_tables("\n".join(lines), load))
     if bad:
         print("NOT A NO-CHANGE RUN: %s (log: %s)" % ("; ".join(bad), log))
         return 1

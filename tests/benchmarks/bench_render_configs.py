@@ -13,7 +13,8 @@ run, CPU time (time.process_time) of this process, median of the rounds:
 (b) the bare protobuf path a string template would be replaced by at minimum: json_format.ParseDict
     into Triton's ModelConfig and text_format.MessageToString (schema only, no rules).
 
-Prints a markdown table for docs/benchmarks.md; exits 1 when (a) takes a second or more.
+Prints a markdown table for docs/benchmarks.md; exits 1 when (a) takes a second or more, 2 when the
+machine is loaded (tests/benchmarks/_load.py; --allow-loaded runs anyway, the table marked as not a result).
 """
 
 import argparse
@@ -25,6 +26,8 @@ import sys
 import time
 
 import yaml
+
+import _load
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -80,7 +83,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--configs", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=5)
+    _load.add_argument(parser)
     args = parser.parse_args()
+    load = _load.start(allow=args.allow_loaded)
     base = specs()
     jobs = workload(base, args.configs)
     # warm both paths (imports, descriptor pools) before measuring
@@ -91,16 +96,18 @@ def main():
         module.append(cpu_seconds(run_module_path, workload(base, args.configs)))
         proto.append(cpu_seconds(run_protobuf_path, workload(base, args.configs)))
     m, p = statistics.median(module), statistics.median(proto)
-    print("| measure | value |")
-    print("|---|---|")
-    print("| configs rendered per round | %d (%s) |" % (args.configs, ", ".join(sorted(base))))
-    print("| triton_model_config path, CPU time (median of %d) | %.3f s (%.2f ms per config) |"
-          % (args.rounds, m, 1000 * m / args.configs))
-    print("| protobuf ParseDict + MessageToString, CPU time (median of %d) | %.3f s |" % (args.rounds, p))
-    print("| ratio (module path / bare protobuf) | %.2fx |" % (m / p if p else float("inf")))
-    print()
-    raw = (", ".join("%.3f" % s for s in module), ", ".join("%.3f" % s for s in proto))
-    print("Raw CPU seconds: module %s; protobuf %s" % raw)
+    _load.finish(load)
+    lines = ["| measure | value |", "|---|---|",
+             "| configs rendered per round | %d (%s) |" % (args.configs, ", ".join(sorted(base))),
+             "| triton_model_config path, CPU time (median of %d) | %.3f s (%.2f ms per config) |"
+             % (args.rounds, m, 1000 * m / args.configs),
+             "| protobuf ParseDict + MessageToString, CPU time (median of %d) | %.3f s |" % (args.rounds, p),
+             "| ratio (module path / bare protobuf) | %.2fx |" % (m / p if p else float("inf")),
+             "",
+             "Raw CPU seconds: module %s; protobuf %s" % (", ".join("%.3f" % v for v in module),
+                                                          ", ".join("%.3f" % v for v in proto)),
+             load.describe()]
+    print(_load.mark_tables("\n".join(lines), load))
     return 0 if m < 1.0 else 1
 
 

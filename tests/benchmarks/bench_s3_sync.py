@@ -6,7 +6,8 @@
 (b) wall time to fetch the same version into an empty dir, module vs ``aws s3 sync``, both
     run as fresh processes against the same server, interleaved, median of the rounds.
 Prints a markdown table for docs/benchmarks.md; exits 1 when a target is missed
-(bytes not equal, or ratio below 1.0).
+(bytes not equal, or ratio below 1.0), 2 when the machine is loaded (tests/benchmarks/_load.py;
+--allow-loaded runs anyway, the table marked as not a result).
 """
 
 import argparse
@@ -18,6 +19,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import _load
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -69,7 +72,9 @@ def main():
     parser.add_argument("--mib", type=int, default=256, help="size of each version")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=8)
+    _load.add_argument(parser)
     opts = parser.parse_args()
+    load = _load.start(allow=opts.allow_loaded)
 
     work = tempfile.mkdtemp(prefix="bench-s3-")
     server = MotoServer()
@@ -109,14 +114,17 @@ def main():
     def mbps(seconds):
         return v2_size / MIB / seconds
 
-    print("| measure | value |")
-    print("|---|---|")
-    print("| version size (v2) | %d bytes (%d files) |" % (v2_size, len(v2)))
-    print("| bytes moved by upgrade v1 -> v2 | %d (%s) |" % (moved, "equal" if moved == v2_size else "NOT EQUAL"))
-    print("| s3_model_sync, fresh fetch of v2 (median of %d) | %.2f s, %.1f MiB/s |" % (opts.rounds, ours_s, mbps(ours_s)))
-    print("| aws s3 sync, same files (median of %d) | %.2f s, %.1f MiB/s |" % (opts.rounds, theirs_s, mbps(theirs_s)))
-    print("| throughput ratio (module / awscli) | %.2fx |" % (theirs_s / ours_s))
-    print("raw seconds: module %s, awscli %s" % (["%.2f" % s for s in ours], ["%.2f" % s for s in theirs]))
+    _load.finish(load)
+    lines = ["| measure | value |", "|---|---|",
+             "| version size (v2) | %d bytes (%d files) |" % (v2_size, len(v2)),
+             "| bytes moved by upgrade v1 -> v2 | %d (%s) |" % (moved, "equal" if moved == v2_size else "NOT EQUAL"),
+             "| s3_model_sync, fresh fetch of v2 (median of %d) | %.2f s, %.1f MiB/s |" % (opts.rounds, ours_s, mbps(ours_s)),
+             "| aws s3 sync, same files (median of %d) | %.2f s, %.1f MiB/s |" % (opts.rounds, theirs_s, mbps(theirs_s)),
+             "| throughput ratio (module / awscli) | %.2fx |" % (theirs_s / ours_s),
+             "",
+             "raw seconds: module %s, awscli %s" % (["%.2f" % s for s in ours], ["%.2f" % s for s in theirs]),
+             load.describe()]
+    print(_load.mark_tables("\n".join(lines), load))
     # The targets: an upgrade moves exactly the new version, and no slower than aws s3 sync.
     return 0 if moved == v2_size and theirs_s / ours_s >= 1.0 else 1
 

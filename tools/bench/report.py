@@ -60,17 +60,12 @@ def machine_facts():
             "tritonclient": _version("tritonclient"), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
 
-def load_average():
-    return "%.2f / %.2f / %.2f" % os.getloadavg()
-
-
-def facts_line(facts, load_before, load_after):
+def facts_line(facts, load):
+    """``load``: tests/benchmarks/_load.Load of the run (a run refused on a loaded machine never gets here;
+    one allowed anyway has every table marked as not a result)."""
     return ("Machine: %(cpus)s vCPU (%(cpu)s), %(mem_gib)s GiB, Linux %(kernel)s, Python %(python)s; Triton %(triton)s, "
             "onnxruntime %(onnxruntime)s, tritonclient %(tritonclient)s, FastAPI %(fastapi)s, uvicorn %(uvicorn)s. "
-            "Run %(date)s." % facts
-            + " Load average (1/5/15 min) before: %s, after: %s. The machine is shared with other engineers'"
-              " test runs, so absolute numbers are noisy; every variant saw the same load, interleaved, and"
-              " the ratios within one run are what count." % (load_before, load_after))
+            "Run %(date)s. " % facts + load.describe())
 
 
 def write_section(docs_path, name, text):
