@@ -15,8 +15,10 @@ Pure functions on plain data (the aiops.triton.triton_rollout_bake module does t
 
 Triton 2.51 counts a request in ``nv_inference_request_success`` or ``nv_inference_request_failure``
 (labelled ``reason``: BACKEND, REJECTED, CANCELED, OTHER) only once it reached the model's scheduler: a
-request Triton refuses up front (wrong shape or data type, a missing input) is counted by no metric. The
-request and queue durations are summed over successful requests only, so a mean divides by successes.
+request Triton refuses up front (wrong shape or data type, a missing input) is counted by no metric, and
+an error response a python model returns counts as a success (only an exception raised from ``execute``
+is a BACKEND failure; measured by tests/integration/test_rollout_bake.py). The request and queue
+durations are summed over successful requests only, so a mean divides by successes.
 """
 
 from __future__ import (absolute_import, division, print_function)

@@ -30,8 +30,11 @@ description:
     metrics unreadable (at the start or the end), a changed host reporting no counters for a model in
     O(models) (Triton does not serve it there), Prometheus answering an error or holding no series for a
     changed host. A baseline host that cannot be read is left out with a warning.
-  - Triton 2.51 counts only requests that reached the model's scheduler. A request it refuses up front
-    (wrong shape or data type, a missing input) is in no counter, so the bake does not see it.
+  - The bake sees what Triton counts as failed. Measured on Triton 2.51, it counts neither a request it refuses
+    up front (a wrong shape or data type, a missing input; in no counter at all) nor an error response a
+    python model returns (an C(InferenceResponse) with C(error) set, counted as a success). A model fails a
+    request in the counters by raising from C(execute) (reason C(BACKEND)); Triton fails the ones it rejects
+    or cancels in its queue.
 version_added: "0.2.0"
 author:
   - aiops.triton contributors (@aiops)
