@@ -52,7 +52,13 @@ WHEELHOUSE_PORT = int(os.environ.get("AIOPS_LAB_WHEELHOUSE_PORT", "8081"))
 BUCKET = "aiops-models"
 LABEL = "aiops.lab=1"
 KEEPER = "aiops-lab-gw"
-MAX_HOSTS = 8
+MAX_HOSTS = 32
+# Memory a new lab host needs (MiB): a converged host measured ~500 MiB (cgroup usage, most of it Triton's
+# python backend stubs, one per model instance) plus headroom for a rollout's candidate check
+# (docs/scaling.md). AIOPS_LAB_HOST_MIB overrides it for trimmed hosts. Kept free besides: RESERVE_MIB for
+# the controller (ansible-playbook and its forks), the S3 and wheelhouse services and lab-lb.
+HOST_MIB = 600
+RESERVE_MIB = 2048
 # The load balancer (roles/triton_lb, inventory group triton_lb): a lab host of its own, not a Triton host.
 LB_HOST = "lab-lb"
 LB_ROLE_DEFAULTS = os.path.join(ROOT, "roles", "triton_lb", "defaults", "main.yml")
@@ -492,11 +498,34 @@ def write_inventory(names, addresses=None):
         fh.write("\n".join(lines))
 
 
+def mem_available_mib():
+    with open("/proc/meminfo", encoding="utf-8") as handle:
+        for line in handle:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) // 1024
+    raise LabError("no MemAvailable in /proc/meminfo")
+
+
+def check_memory(wanted):
+    """Refuse, before any host starts, a host count whose new hosts MemAvailable cannot hold."""
+    per_host = os.environ.get("AIOPS_LAB_HOST_MIB", str(HOST_MIB))
+    if not per_host.isdigit() or int(per_host) < 1:
+        raise LabError("AIOPS_LAB_HOST_MIB must be a whole number of MiB, got %r" % per_host)
+    per_host = int(per_host)
+    new = sorted(set(wanted) - set(lab_hosts()))
+    need, have = len(new) * per_host + RESERVE_MIB, mem_available_mib()
+    if new and need > have:
+        raise LabError("%d new lab host(s) need about %d MiB (%d MiB each + %d MiB for the controller and services) "
+                       "but MemAvailable is %d MiB: ask for fewer hosts, free memory, or set AIOPS_LAB_HOST_MIB "
+                       "if the hosts were trimmed (docs/scaling.md)" % (len(new), need, per_host, RESERVE_MIB, have))
+
+
 def up(count, os_name):
     if os_name not in SUPPORTED_OS:
         raise LabError("unknown OS %r: the lab supports %s" % (os_name, ", ".join(sorted(SUPPORTED_OS))))
     if not 1 <= count <= MAX_HOSTS:
         raise LabError("--hosts must be between 1 and %d, got %d" % (MAX_HOSTS, count))
+    check_memory([host_name(i) for i in range(1, count + 1)])
     build_image(os_name)
     start_services(os_name)
     wanted = [host_name(i) for i in range(1, count + 1)]

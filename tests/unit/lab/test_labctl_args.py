@@ -20,8 +20,8 @@ def no_podman(monkeypatch):
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["up", "--hosts", "0"], "--hosts must be between 1 and 8, got 0"),
-    (["up", "--hosts", "9"], "--hosts must be between 1 and 8, got 9"),
+    (["up", "--hosts", "0"], "--hosts must be between 1 and 32, got 0"),
+    (["up", "--hosts", "33"], "--hosts must be between 1 and 32, got 33"),
     (["up", "--os", "centos7"], "unknown OS 'centos7': the lab supports debian12"),
     (["image", "--os", "ubuntu99"], "unknown OS 'ubuntu99'"),
 ])
