@@ -117,3 +117,10 @@ def test_an_unknown_method_is_refused_before_anything_runs(tmp_path):
     proc = run_action(inventory, "drain", tmp_path, limit="t1")[0]
     assert proc.returncode != 0
     assert "triton_lb_drain_method" in proc.stdout and "haproxy, command, tasks, none" in proc.stdout
+
+
+def test_tasks_method_without_its_task_file_fails_clearly(tmp_path):
+    inventory = write_inventory(tmp_path / "hosts.yml", SERVERS, group_vars={"triton_lb_drain_method": "tasks"})
+    proc = run_action(inventory, "status", tmp_path, limit="t1")[0]
+    assert proc.returncode != 0
+    assert "triton_lb_drain_method is tasks but triton_lb_status_tasks is empty" in proc.stdout
