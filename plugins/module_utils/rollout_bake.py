@@ -17,7 +17,7 @@ Triton 2.51 counts a request in ``nv_inference_request_success`` or ``nv_inferen
 (labelled ``reason``: BACKEND, REJECTED, CANCELED, OTHER) only once it reached the model's scheduler: a
 request Triton refuses up front (wrong shape or data type, a missing input) is counted by no metric, and
 an error response a python model returns counts as a success (only an exception raised from ``execute``
-is a BACKEND failure; measured by tests/integration/test_rollout_bake.py). The request and queue
+is a BACKEND failure; measured by tests/integration/test_rollout_bake_live.py). The request and queue
 durations are summed over successful requests only, so a mean divides by successes.
 """
 

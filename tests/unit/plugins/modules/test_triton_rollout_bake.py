@@ -1,6 +1,6 @@
 """triton_rollout_bake (the module): arguments, failing on a breach with the breach's sentence, warnings, check mode.
 
-The metrics reads are handed canned Triton text here; tests/integration/test_rollout_bake.py bakes real Tritons.
+The metrics reads are handed canned Triton text here; tests/integration/test_rollout_bake_live.py bakes real Tritons.
 """
 
 import json
