@@ -335,6 +335,9 @@ def test_drift_alert_fires_for_the_host_serving_an_unpinned_version(lab):
 
 
 def test_drift_clears_when_the_pins_match(lab):
+    # the drift this test clears must be there first (run alone, "cleared" would otherwise hold from the start)
+    assert lab.pins["h2"] == {"add_sub": [1]}
+    wait_for("TritonModelVersionDrift firing", lambda: lab.firing("TritonModelVersionDrift"), 30)
     lab.pins["h2"] = {"add_sub": [2]}
     lab.report("h2")
     try:
@@ -344,18 +347,28 @@ def test_drift_clears_when_the_pins_match(lab):
         lab.report("h2")
 
 
+def server_ready(lab, host):
+    """aiops_triton_server_ready of host as Prometheus last scraped it (None before the first scrape)."""
+    result = lab.query('aiops_triton_server_ready{host="%s"}' % host)
+    return result[0]["value"][1] if result else None
+
+
 def test_stopping_triton_fires_triton_down_and_starting_it_clears_it(lab):
     assert lab.firing("TritonDown") == []
+    lab.report("h2")
+    wait_for("h2 reported ready", lambda: server_ready(lab, "h2") == "1", 15)
     lab.h2.stop()
     try:
         down = wait_for("TritonDown firing", lambda: lab.firing("TritonDown"), 45)
         assert [(a["host"], a["rollout_group"], a["severity"]) for a in down] == [("h2", "stable", "critical")]
-        lab.report("h2")
-        assert lab.query('aiops_triton_server_ready{host="h2"}')[0]["value"][1] in ("0", "1")
+        lab.report("h2")  # the drift reporter's view of a stopped Triton: not ready
+        wait_for("h2 reported not ready", lambda: server_ready(lab, "h2") == "0", 15, on_timeout=lambda: server_ready(lab, "h2"))
     finally:
         lab.h2.start()
     wait_for("TritonDown cleared", lambda: not lab.query('ALERTS{alertname="TritonDown"}'), 45)
     assert lab.query('up{job="aiops-triton", host="h2"}')[0]["value"][1] == "1"
+    lab.report("h2")
+    wait_for("h2 reported ready again", lambda: server_ready(lab, "h2") == "1", 15)
 
 
 def test_a_new_host_is_scraped_without_a_reload(lab):
