@@ -71,14 +71,15 @@ def lab(tmp_path_factory, moto_server):
         yield {"root": root, "repo": repo, "s3": s3, "server": server, "moto": moto_server}
 
 
-def run_rollout(lab, add_sub_versions, pipeline=True, check=False, latest=None, extra_hosts=""):
+def run_rollout(lab, add_sub_versions, pipeline=True, check=False, latest=None, extra_hosts="", keep_versions=None):
     server = lab["server"]
     inventory = lab["root"] / "hosts.ini"
     inventory.write_text("[triton_servers]\nlocalhost ansible_connection=local ansible_python_interpreter=%s\n%s"
                          % (sys.executable, extra_hosts))
     extra = {
         "triton_models_list": [dict({"name": "add_sub", "config": ADD_SUB},
-                                    **({"latest": latest} if latest else {"versions": add_sub_versions}))]
+                                    **({"latest": latest} if latest else {"versions": add_sub_versions}),
+                                    **({} if keep_versions is None else {"keep_versions": keep_versions}))]
         + ([{"name": "add_sub_pipeline", "config": PIPELINE, "versions": [1]}] if pipeline else []),
         "triton_models_s3_bucket": BUCKET,
         "triton_models_s3_endpoint_url": lab["moto"].endpoint,
