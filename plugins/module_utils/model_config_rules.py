@@ -74,7 +74,7 @@ def _enum(message, field):
 
 def auto_complete(config, version_files=None):
     """What Triton fills in at load for a config naming neither platform nor backend: a dict with
-    'platform' and/or 'backend', {} when nothing would be filled, None when it depends on files not given.
+    'platform' and/or 'backend' ({} when the config names one), None when it depends on files not given.
 
     ``version_files``: names in the model's first version directory (None: not known here)."""
     if config.platform or config.backend:
@@ -89,7 +89,12 @@ def auto_complete(config, version_files=None):
             filled = {"platform": platform} if platform else {}
             filled["backend"] = backend or PLATFORM_BACKENDS[platform]
             return filled
-    return {}
+    # Triton 2.51's last try ("attempting autofill of custom backend"): the backend named after the model
+    # name's first dot, which a name without a dot does not have.
+    if "." not in config.name:
+        _fail("platform", "Invalid model name: Could not determine backend for model '%s' with no backend in model "
+              "configuration. Expected model name of the form 'model.<backend_name>'." % config.name)
+    return {"backend": config.name.split(".", 1)[1]}
 
 
 def check(config, gpus=None, models=None, version_files=None):
@@ -160,7 +165,6 @@ def _effective_backend(config):
 def _check_platform(config, backend):
     name = config.name
     if not config.platform and not backend:
-        # Nothing to fill from default_model_filename or the version directory's files either.
         _fail("platform", "must specify 'platform' or 'backend' for '%s'" % name)
     if not backend and config.platform != ENSEMBLE:
         _fail("platform", "unexpected platform type '%s' for %s" % (config.platform, name))

@@ -27,7 +27,8 @@ description:
     (C(model.py) is the python backend, C(model.onnx) C(onnxruntime_onnx), C(model.plan), C(model.pt),
     C(model.savedmodel), C(model.graphdef)), also under C(--disable-auto-complete-config). Where that directory is
     there to read (O(repository) given, on the host) the module makes the same choice and checks the result, refusing
-    a model it gives nothing with Triton's C(must specify 'platform' or 'backend'); elsewhere (no O(repository), the
+    a model it gives nothing with Triton's C(Could not determine backend for model ...) (Triton 2.51 then takes the
+    backend from the part of the model name after its first dot); elsewhere (no O(repository), the
     controller's validation) the choice is left to Triton and the checks that need a backend are skipped.
     RV(auto_complete) says which. The python backend needs no C(output): its C(model.py) C(auto_complete_config) adds
     them when Triton runs with auto-complete on; C(triton_server) runs it with C(--disable-auto-complete-config), so

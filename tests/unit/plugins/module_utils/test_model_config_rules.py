@@ -351,7 +351,12 @@ def test_no_platform_nor_backend_is_filled_from_the_first_version_directory(file
 def test_no_platform_nor_backend_and_no_model_file_is_refused_with_tritons_words():
     with pytest.raises(mc.ModelConfigError) as err:
         mc.validate(variant(backend=None), version_files=["weights.bin"])
-    assert str(err.value) == "platform: must specify 'platform' or 'backend' for 'm'"
+    assert str(err.value) == ("platform: Invalid model name: Could not determine backend for model 'm' with no backend in model "
+                              "configuration. Expected model name of the form 'model.<backend_name>'.")
+
+
+def test_no_platform_nor_backend_and_no_model_file_takes_the_backend_after_the_names_dot():
+    assert mc.validate(variant(name="m.identity", backend=None), version_files=["weights.bin"]) == {"backend": "identity"}
 
 
 def test_no_platform_nor_backend_without_the_files_is_left_to_triton():

@@ -294,7 +294,8 @@ def test_backend_left_to_triton_without_a_model_file_is_refused(capsys, tmp_path
     (tmp_path / "m" / "1" / "weights.bin").write_text("")
     out = run_module(capsys, repository=str(tmp_path), name="m", config={"max_batch_size": 0})
     assert out["failed"] is True
-    assert out["msg"] == "%s/m: platform: must specify 'platform' or 'backend' for 'm'" % tmp_path
+    assert out["msg"] == ("%s/m: platform: Invalid model name: Could not determine backend for model 'm' with no backend in model "
+                          "configuration. Expected model name of the form 'model.<backend_name>'." % tmp_path)
     assert not os.path.exists(config_path(tmp_path, "m"))
 
 
