@@ -374,5 +374,6 @@ def hardware_work(step, results, args, broken, pins_v2):
     check(entry["last_states"]["roll-2"] == "up", "e: undrain.yml --limit roll-2 left %s" % entry["last_states"],
           results, args.results)
 
+
 if __name__ == "__main__":
     main()
