@@ -91,6 +91,9 @@ def run_rollout(lab, add_sub_versions, pipeline=True, check=False, latest=None, 
         "triton_models_grpc_url": server.grpc_url,
         "triton_models_api_key": KEY,
         "triton_models_python": sys.executable,
+        # the canary bake reads this Triton's /metrics (a short window: these tests judge the rollout itself)
+        "triton_rollout_bake_seconds": 2,
+        "triton_rollout_bake_metrics_url": server.metrics_url,
     }
     extra_file = lab["root"] / "rollout.json"
     extra_file.write_text(json.dumps(extra))
