@@ -26,29 +26,19 @@ BUCKET = "bake-models"
 # Traffic the golden cases do not send: version 3 fails on it.
 LIVE_INPUTS = {"INPUT0": {"datatype": "FP32", "shape": [4], "data": [9.0, 9.0, 9.0, 9.0]},
                "INPUT1": ADD_SUB_INPUTS["INPUT1"]}
-FAILS_ON_LIVE_TRAFFIC = """
-    def execute(self, requests):
-        responses = []
-        for request in requests:
-            a = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
-            if float(a[0]) == 9.0:
-                # raised, not answered as an error response: Triton 2.51 counts an error response from a
-                # python model as a success in nv_inference_request_success (measured)
-                raise pb_utils.TritonModelException("v3 cannot take 9.0")
-            b = pb_utils.get_input_tensor_by_name(request, "INPUT1").as_numpy()
-            responses.append(pb_utils.InferenceResponse([
-                pb_utils.Tensor("OUTPUT0", (a + b).astype(np.float32)),
-                pb_utils.Tensor("OUTPUT1", (a - b).astype(np.float32)),
-                pb_utils.Tensor("VERSION", np.array([self.version], dtype=np.int32)),
-            ]))
-        return responses
-"""
+READ_INPUT0 = '            a = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()\n'
+# raised, not answered as an error response: Triton 2.51 counts an error response from a python model as a
+# success in nv_inference_request_success (measured), and only a failure is what the bake can see
+FAIL_ON_LIVE_INPUT = READ_INPUT0 + (
+    '            if float(a[0]) == 9.0:\n'
+    '                raise pb_utils.TritonModelException("v3 cannot take 9.0")\n')
 
 
 def live_failing_files(version):
     files = add_sub_files(version)
     source = files["model.py"].decode()
-    files["model.py"] = (source[:source.index("    def execute")] + FAILS_ON_LIVE_TRAFFIC.lstrip("\n")).encode()
+    assert READ_INPUT0 in source
+    files["model.py"] = source.replace(READ_INPUT0, FAIL_ON_LIVE_INPUT).encode()
     return files
 
 
