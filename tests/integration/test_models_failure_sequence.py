@@ -17,11 +17,17 @@ import pytest
 
 from ansible_collections.aiops.triton.plugins.module_utils.triton_api import TritonApiError, TritonClient
 from s3_fixtures import publish_version
-from test_models_playbook import (ADD_SUB_INPUTS, BUCKET, KEY, add_sub_files, infer_version, lab,  # noqa: F401 (lab: fixture)
-                                  record, run_rollout, versions_on_disk)
+from test_models_playbook import (ADD_SUB_INPUTS, BUCKET, KEY, add_sub_files, infer_version, record, rollout_lab,
+                                  run_rollout, versions_on_disk)
 from triton_fixtures import add_sub_golden_case
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module", name="lab")
+def lab_fixture(tmp_path_factory, moto_server):
+    """A Triton and a bucket of this module's own: the sequence starts from an empty host."""
+    yield from rollout_lab(tmp_path_factory, moto_server)
 
 
 class Poller(threading.Thread):

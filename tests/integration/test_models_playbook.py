@@ -54,6 +54,11 @@ def add_sub_files(version, init_error=None):
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory, moto_server):
+    """See rollout_lab (also used by test_models_failure_sequence, with a lab of its own)."""
+    yield from rollout_lab(tmp_path_factory, moto_server)
+
+
+def rollout_lab(tmp_path_factory, moto_server):
     """A Triton with an empty repository and a bucket holding add_sub v1, v2 and the pipeline.
 
     add_sub is triton_fixtures' ADD_SUB model, described here as data (ADD_SUB) for the role."""
