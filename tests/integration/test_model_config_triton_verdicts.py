@@ -9,7 +9,12 @@ asserts that verdict and what model_config.validate says with this host's facts 
   and batch 2, warmup missing a required input / wrong data type / variable dims / no data source,
   KIND_AUTO listing a GPU on a host without it);
 - Triton loads it, and so do we (the boundary cases);
-- Triton loads it, we refuse it on purpose (count -1, platform onnxruntime_onnx with backend python).
+- Triton loads it, we refuse it on purpose (count -1, platform onnxruntime_onnx with backend python);
+- fields left to auto-complete (issue 22 item 6): no platform/backend (Triton picks python from model.py, or
+  refuses a version directory without a model file), no output (model.py's auto_complete_config adds it), and a
+  runtime escaping the backend directory. Ours is asked with the version directory's files, as the module on
+  the host does. The three autofill configs also load under --disable-auto-complete-config, as the role runs
+  Triton (test_autofill_configs_load_as_the_role_runs_triton), there without the outputs model.py would add.
 
 Recorded when written (2026-12-02, tritonserver 2.51.0, CPU host), reasons as Triton gave them:
   warmup_batch_over: failed to run warmup sample 'w': batch size 8 for 'warmup_batch_over_0_0', max allowed is 4
@@ -22,12 +27,22 @@ Recorded when written (2026-12-02, tritonserver 2.51.0, CPU host), reasons as Tr
   warmup_no_data: warmup setting expects input 'X' to have input_data_type set
   auto_gpus: instance group auto_gpus_0 of model auto_gpus has kind KIND_CPU but specifies one or more GPUs
   count_negative, onnx_platform_python_backend: READY
+Recorded 2026-12-03 (same build), with auto-complete on and off:
+  autofill_no_backend, autofill_no_output, autofill_no_backend_no_output: READY, backend python (outputs from
+    auto_complete_config only with auto-complete on)
+  no_backend_no_model_file: failed to poll from model repository (log: Invalid model name: Could not determine
+    backend for model 'no_backend_no_model_file' with no backend in model configuration. Expected model name of the
+    form 'model.<backend_name>'.)
+  runtime_escape: backend library name '../dummy_runtime/libtriton_identity.so' escapes backend directory
+    '<backends>/python', for model 'runtime_escape', check model config runtime field (once that file exists;
+    before, "unable to find backend library")
 Loading warmup_batch_over also crashed tritonserver (SIGSEGV) in 3 runs of 6: see MAY_CRASH_TRITON.
 """
 
 import copy
 import json
 import os
+import shutil
 import signal
 import threading
 import time
@@ -50,6 +65,15 @@ class TritonPythonModel:
     def execute(self, requests):
         return [pb_utils.InferenceResponse([pb_utils.Tensor("Y", pb_utils.get_input_tensor_by_name(r, "X").as_numpy())])
                 for r in requests]
+"""
+
+# A python model that leaves its outputs to Triton's auto-complete (the python backend calls this at load).
+AUTOFILL_MODEL = MODEL + """
+    @staticmethod
+    def auto_complete_config(auto_complete_model_config):
+        if not auto_complete_model_config.as_dict()["output"]:
+            auto_complete_model_config.add_output({"name": "Y", "data_type": "TYPE_FP32", "dims": [2]})
+        return auto_complete_model_config
 """
 
 BASE = {
@@ -114,7 +138,35 @@ CASES = {
                        "instance_group[0].count: instance group count_negative_0 of model count_negative has count -1"),
     "onnx_platform_python_backend": (case("onnx_platform_python_backend", platform="onnxruntime_onnx"), None,
                                      "backend: platform 'onnxruntime_onnx' is served by backend 'onnxruntime', but backend is 'python'"),
+    # Left to auto-complete: Triton accepts these three, and so do we
+    "autofill_no_backend": (case("autofill_no_backend", backend=None), None, None),
+    "autofill_no_output": (case("autofill_no_output", output=None), None, None),
+    "autofill_no_backend_no_output": (case("autofill_no_backend_no_output", backend=None, output=None), None, None),
+    # ... and refuses these, as we do
+    "no_backend_no_model_file": (case("no_backend_no_model_file", backend=None),
+                                 "_model_file' with no backend in model configuration. Expected model name of the form "
+                                 "'model.<backend_name>'.",
+                                 "platform: Invalid model name: Could not determine backend for model 'no_backend_no_model_file' "
+                                 "with no backend in model configuration. Expected model name of the form 'model.<backend_name>'."),
+    "runtime_escape": (case("runtime_escape", runtime="../dummy_runtime/libtriton_identity.so"),
+                       "backend library name '../dummy_runtime/libtriton_identity.so' escapes backend directory",
+                       "runtime: backend library name '../dummy_runtime/libtriton_identity.so' escapes backend directory, "
+                       "for model 'runtime_escape', check model config runtime field"),
 }
+AUTOFILL = ("autofill_no_backend", "autofill_no_output", "autofill_no_backend_no_output")
+# version 1's files per case (default: model.py = MODEL)
+VERSION_FILES = {
+    "autofill_no_output": {"model.py": AUTOFILL_MODEL},
+    "autofill_no_backend_no_output": {"model.py": AUTOFILL_MODEL},
+    "no_backend_no_model_file": {"model.bin": "not a model"},
+}
+
+
+def write_case(repo, name, config):
+    os.makedirs(str(repo / name / "1"))
+    (repo / name / "config.pbtxt").write_text(mc.render(config))
+    for filename, text in VERSION_FILES.get(name, {"model.py": MODEL}).items():
+        (repo / name / "1" / filename).write_text(text)
 
 
 # Triton 2.51 here sometimes dies (SIGSEGV) while tearing down an instance whose warmup failed for its
@@ -151,6 +203,9 @@ def load(server, name):
             call.join(30)
             return "CRASHED", "tritonserver exited with %s; log tail:\n%s" % (server.proc.returncode, server.log_tail(15))
     assert answer and answer[0][0] != "NO ANSWER", "loading %s: %s; log tail:\n%s" % (name, answer or "no answer", server.log_tail())
+    if answer[0][0] == "UNAVAILABLE":
+        # some refusals say why only in the log ("failed to poll from model repository")
+        return answer[0][0], "%s\nlog tail:\n%s" % (answer[0][1], server.log_tail(10))
     return answer[0]
 
 
@@ -165,9 +220,11 @@ def triton_index(tmp_path_factory):
                 # an empty repository at start (nothing for --load-model=* to load), cases added one by one
                 repo = tmp_path_factory.mktemp("verdicts")
                 server = TritonServer(str(repo), extra_args=["--strict-readiness=false", "--exit-on-error=false"]).start()
-            os.makedirs(str(repo / name / "1"))
-            (repo / name / "config.pbtxt").write_text(mc.render(config))
-            (repo / name / "1" / "model.py").write_text(MODEL)
+                # the runtime runtime_escape names, where Triton finds it from the python backend's directory
+                os.makedirs(os.path.join(server.backend_dir, "dummy_runtime"))
+                shutil.copy2(os.path.join(server.backend_dir, "python", "libtriton_python.so"),
+                             os.path.join(server.backend_dir, "dummy_runtime", "libtriton_identity.so"))
+            write_case(repo, name, config)
             verdicts[name] = load(server, name)
             if verdicts[name][0] == "CRASHED":
                 server.stop()
@@ -188,13 +245,29 @@ def test_triton_verdict_and_ours(triton_index, name):
         assert reason.startswith("tritonserver exited with -11;"), reason  # SIGSEGV
     else:
         assert state == "UNAVAILABLE" and triton_words in reason, (state, reason)
+    files = sorted(VERSION_FILES.get(name, {"model.py": MODEL}))  # what the module reads on the host
     if our_message is None:
-        mc.validate(config, gpus=HOST_GPUS)
+        mc.validate(config, gpus=HOST_GPUS, version_files=files)
     else:
         with pytest.raises(mc.ModelConfigError) as err:
-            mc.validate(config, gpus=HOST_GPUS)
+            mc.validate(config, gpus=HOST_GPUS, version_files=files)
         assert str(err.value).startswith(our_message), str(err.value)
 
 
 def test_every_case_was_loaded(triton_index):
     assert sorted(triton_index) == sorted(CASES)
+
+
+def test_autofill_configs_load_as_the_role_runs_triton(tmp_path):
+    """Under --disable-auto-complete-config (roles/triton_server) Triton still picks the python backend from
+    model.py, and loads a python model without outputs; model.py's auto_complete_config is not called there."""
+    with TritonServer(str(tmp_path), extra_args=["--strict-readiness=false", "--exit-on-error=false",
+                                                 "--disable-auto-complete-config"]) as server:
+        served = {}
+        for name in AUTOFILL:
+            write_case(tmp_path, name, CASES[name][0])
+            assert load(server, name) == ("READY", ""), name
+            with urllib.request.urlopen("%s/v2/models/%s/config" % (server.http_url, name), timeout=30) as answer:
+                served[name] = json.load(answer)
+    assert [served[name]["backend"] for name in AUTOFILL] == ["python"] * 3
+    assert [[o["name"] for o in served[name].get("output", [])] for name in AUTOFILL] == [["Y"], [], []]
