@@ -29,7 +29,7 @@ description:
     versions that were C(READY) before; the module fails with Triton's own error text and lists them.
   - Triton answers a configuration it cannot parse with only C(failed to poll from model repository);
     the parse error itself is in Triton's log (C(journalctl -u tritonserver)).
-version_added: "1.0.0"
+version_added: "0.2.0"
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - aiops.triton.triton_api
