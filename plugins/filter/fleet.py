@@ -131,6 +131,16 @@ def candidate_config(config, name):
     return fleet.candidate_config(config, name)
 
 
+def staging_plan(models, sync_results, validate_results, suffix=fleet.CANDIDATE_SUFFIX):
+    """The candidates triton_models stages (see module_utils.fleet.staging_plan); a model changes when its
+    sync or its config (the preflight's check-mode render) changed."""
+    changed = set()
+    for model, sync, validate in zip(models, sync_results, validate_results):
+        if (sync or {}).get("changed") or (validate or {}).get("changed"):
+            changed.add(model["name"])
+    return fleet.staging_plan(fleet.plain_copy(models), changed, suffix)
+
+
 def rollout_summary(hostvars, hosts):
     """One line per host of the rollout: from -> to versions per model, or rolled back and why."""
     return fleet.summary_lines([(h, hostvars[h].get("triton_models_rollout")) for h in hosts])
@@ -146,4 +156,5 @@ class FilterModule(object):
             "rollout_outcome": rollout_outcome,
             "verified_records": verified_records,
             "candidate_config": candidate_config,
+            "staging_plan": staging_plan,
         }

@@ -73,6 +73,44 @@ def candidate_config(config, name):
     return staged
 
 
+def staging_plan(models, changed, suffix=CANDIDATE_SUFFIX):
+    """The candidates to stage, in load order: each changed non-ensemble model, then each ensemble that changed
+    or calls a staged model (directly or through another ensemble), its steps pointed at the staged candidates
+    so the ensemble's golden cases run over the new versions before any of them serves.
+
+    models: the desired models (name, config, versions, ensemble, verify, latency_budget); changed: names whose
+    files or config change."""
+    plan, staged = [], {}
+    for model in models:
+        if not model.get("ensemble") and model["name"] in changed:
+            staged[model["name"]] = model["name"] + suffix
+            plan.append(_candidate(model, staged[model["name"]], {}))
+    ensembles = [m for m in models if m.get("ensemble")]
+    grew = True
+    while grew:
+        grew = False
+        for model in ensembles:
+            if model["name"] in staged:
+                continue
+            steps = (model["config"].get("ensemble_scheduling") or {}).get("step") or []
+            if model["name"] in changed or any(step.get("model_name") in staged for step in steps):
+                staged[model["name"]] = model["name"] + suffix
+                plan.append(_candidate(model, staged[model["name"]], staged))
+                grew = True
+    return plan
+
+
+def _candidate(model, name, renames):
+    config = candidate_config(model["config"], name)
+    for step in (config.get("ensemble_scheduling") or {}).get("step") or []:
+        step["model_name"] = renames.get(step.get("model_name"), step.get("model_name"))
+    entry = {"name": model["name"], "candidate": name, "versions": list(model.get("versions") or []),
+             "ensemble": bool(model.get("ensemble")), "config": config, "verify": model.get("verify", True)}
+    if model.get("latency_budget") is not None:
+        entry["latency_budget"] = model["latency_budget"]
+    return entry
+
+
 def _entry_problems(entry, where):
     problems = []
     if not isinstance(entry, dict):

@@ -17,7 +17,7 @@ import pytest
 
 from ansible_collections.aiops.triton.plugins.module_utils.triton_api import TritonApiError, TritonClient
 from s3_fixtures import publish_version
-from test_models_playbook import (ADD_SUB_INPUTS, BUCKET, KEY, add_sub_files, infer_version, record, rollout_lab,
+from test_models_playbook import (ADD_SUB_INPUTS, KEY, add_sub_files, infer_version, record, rollout_lab,
                                   run_rollout, versions_on_disk)
 from triton_fixtures import add_sub_golden_case
 
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module", name="lab")
 def lab_fixture(tmp_path_factory, moto_server):
     """A Triton and a bucket of this module's own: the sequence starts from an empty host."""
-    yield from rollout_lab(tmp_path_factory, moto_server)
+    yield from rollout_lab(tmp_path_factory, moto_server, bucket="failure-sequence-models")
 
 
 class Poller(threading.Thread):
@@ -87,13 +87,13 @@ def assert_serves_only(lab, version, poller, out, failed=()):
 def test_failure_sequence_keeps_serving_the_last_verified_version(lab):
     s3 = lab["s3"]
     for version in (1, 2, 6):
-        publish_version(s3, BUCKET, "models", "add_sub", version, add_sub_files(version))
+        publish_version(s3, lab["bucket"], "models", "add_sub", version, add_sub_files(version))
     for version in (3, 5, 7, 8):
-        publish_version(s3, BUCKET, "models", "add_sub", version, add_sub_files(version, init_error="v%d cannot start" % version))
+        publish_version(s3, lab["bucket"], "models", "add_sub", version, add_sub_files(version, init_error="v%d cannot start" % version))
     regressed = add_sub_files(4)
     # a retrain that answers wrongly: its own golden cases (written for what v2 answered) fail
     regressed["golden_cases.json"] = json.dumps({"cases": [dict(add_sub_golden_case(2), name="regressed-v4-case")]}).encode()
-    publish_version(s3, BUCKET, "models", "add_sub", 4, regressed)
+    publish_version(s3, lab["bucket"], "models", "add_sub", 4, regressed)
 
     proc = run_rollout(lab, [1])  # nothing serves before this one: no client to count
     assert proc.returncode == 0, proc.stdout[-6000:]
@@ -133,14 +133,35 @@ def test_failure_sequence_keeps_serving_the_last_verified_version(lab):
     assert 6 in versions_on_disk(lab, "add_sub")
 
 
+def test_a_version_that_breaks_its_ensemble_never_serves(lab):
+    """Runs after the sequence above: 6 serves. Version 10 is consistent with its own golden cases (it adds 1
+    more, and they expect so), but the pipeline's golden cases fail over it: the ensemble candidate, wired to
+    the staged add_sub candidate, catches it before either serves."""
+    client = TritonClient(lab["server"].http_url, api_key=KEY)
+    if client.ready_versions("add_sub") != [6]:
+        proc = run_rollout(lab, [6])
+        assert proc.returncode == 0, proc.stdout[-6000:]
+    files = add_sub_files(10)
+    files["model.py"] = files["model.py"].replace(b"(a + b)", b"(a + b + 1)")
+    case = add_sub_golden_case(10)
+    case["expected"]["OUTPUT0"]["data"] = [v + 1 for v in case["expected"]["OUTPUT0"]["data"]]
+    files["golden_cases.json"] = json.dumps({"cases": [case]}).encode()
+    publish_version(lab["s3"], lab["bucket"], "models", "add_sub", 10, files)
+    proc, out, poller = rollout(lab, 10)
+    assert proc.returncode != 0, out[-6000:]
+    assert ("add_sub_pipeline version(s) 1 failed at verify as a candidate (add_sub_pipeline__candidate) and never served "
+            "(golden cases: pipeline-sum)") in out, out[-6000:]
+    assert_serves_only(lab, 6, poller, out, failed=[10])
+
+
 def test_a_model_that_cannot_be_restored_is_unloaded_with_its_ensembles(lab):
     """Runs after the sequence above (same module lab): 6 serves and is the rollback target."""
     client = TritonClient(lab["server"].http_url, api_key=KEY)
     if client.ready_versions("add_sub") != [6]:
         proc = run_rollout(lab, [6])
         assert proc.returncode == 0, proc.stdout[-6000:]
-    for obj in lab["s3"].list_objects_v2(Bucket=BUCKET, Prefix="models/add_sub/6/")["Contents"]:
-        lab["s3"].delete_object(Bucket=BUCKET, Key=obj["Key"])
+    for obj in lab["s3"].list_objects_v2(Bucket=lab["bucket"], Prefix="models/add_sub/6/")["Contents"]:
+        lab["s3"].delete_object(Bucket=lab["bucket"], Key=obj["Key"])
     proc = run_rollout(lab, [8], keep_versions=0)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out[-6000:]

@@ -58,7 +58,7 @@ def lab(tmp_path_factory, moto_server):
     yield from rollout_lab(tmp_path_factory, moto_server)
 
 
-def rollout_lab(tmp_path_factory, moto_server):
+def rollout_lab(tmp_path_factory, moto_server, bucket=BUCKET):
     """A Triton with an empty repository and a bucket holding add_sub v1, v2 and the pipeline.
 
     add_sub is triton_fixtures' ADD_SUB model, described here as data (ADD_SUB) for the role."""
@@ -67,13 +67,13 @@ def rollout_lab(tmp_path_factory, moto_server):
     repo = root / "models"
     repo.mkdir()
     s3 = moto_server.client()
-    s3.create_bucket(Bucket=BUCKET)
+    s3.create_bucket(Bucket=bucket)
     for version in (1, 2):
-        publish_version(s3, BUCKET, "models", "add_sub", version, add_sub_files(version))
-    publish_version(s3, BUCKET, "models", "add_sub_pipeline", 1,
+        publish_version(s3, bucket, "models", "add_sub", version, add_sub_files(version))
+    publish_version(s3, bucket, "models", "add_sub_pipeline", 1,
                     {"golden_cases.json": json.dumps(PIPELINE_GOLDEN).encode()})
     with TritonServer(str(repo), api_key=KEY) as server:
-        yield {"root": root, "repo": repo, "s3": s3, "server": server, "moto": moto_server}
+        yield {"root": root, "repo": repo, "s3": s3, "server": server, "moto": moto_server, "bucket": bucket}
 
 
 def run_rollout(lab, add_sub_versions, pipeline=True, check=False, latest=None, extra_hosts="", keep_versions=None):
@@ -86,7 +86,7 @@ def run_rollout(lab, add_sub_versions, pipeline=True, check=False, latest=None, 
                                     **({"latest": latest} if latest else {"versions": add_sub_versions}),
                                     **({} if keep_versions is None else {"keep_versions": keep_versions}))]
         + ([{"name": "add_sub_pipeline", "config": PIPELINE, "versions": [1]}] if pipeline else []),
-        "triton_models_s3_bucket": BUCKET,
+        "triton_models_s3_bucket": lab["bucket"],
         "triton_models_s3_endpoint_url": lab["moto"].endpoint,
         "triton_models_s3_access_key": "testing",
         "triton_models_s3_secret_key": "testing",
