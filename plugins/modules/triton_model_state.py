@@ -15,8 +15,9 @@ description:
   - Keeps the rollback bookkeeping of a Triton host in one place, outside the model repository
     (Triton treats every top-level entry of the repository as a model).
   - With O(state=recorded), writes one record per model of O(models) (its config, the versions that
-    were verified, and C(verified), the versions verified on this host so far, most recent first), each atomically and only when it changes, and deletes the records of models no longer
-    in O(models), so a dropped model is never restored.
+    were verified, and C(verified), the versions verified on this host so far, most recent first), each
+    atomically and only when it changes, and deletes the records of models no longer in O(models), so a
+    dropped model is never restored.
   - With O(state=query), changes nothing and returns the rollback target (each recorded model's config
     pinned to its recorded versions that are still on disk, ensembles last) and, when O(models) is given,
     the models that are on disk or recorded but not in O(models) (to unload and delete, ensembles first).
