@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: s3_model_sync
 short_description: Sync Triton model versions from S3 into a model repository, verified and atomically
-version_added: "0.1.0"
+version_added: "0.2.0"
 description:
   - Runs on the Triton host. Makes C(<repository>/<model>/<version>) match the versions published under
     C(s3://<bucket>/<prefix>/<model>/<version>/) by the collection's publisher, moving only what changed.

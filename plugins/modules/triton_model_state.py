@@ -21,7 +21,7 @@ description:
   - With O(state=query), changes nothing and returns the rollback target (each recorded model's config
     pinned to its recorded versions that are still on disk, ensembles last) and, when O(models) is given,
     the models that are on disk or recorded but not in O(models) (to unload and delete, ensembles first).
-version_added: "1.1.0"
+version_added: "0.2.0"
 author:
   - aiops.triton contributors (@aiops)
 extends_documentation_fragment:

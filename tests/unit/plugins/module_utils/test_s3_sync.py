@@ -68,8 +68,7 @@ def _rollouts(outcomes, keep, use_records):
     return found
 
 
-@pytest.mark.parametrize("outcomes", [
-    [ok for ok in map(lambda bits: [b == "1" for b in bits], [format(n, "05b")])][0] for n in range(32)])
+@pytest.mark.parametrize("outcomes", [[bit == "1" for bit in format(n, "05b")] for n in range(32)])
 @pytest.mark.parametrize("keep", [1, 2])
 def test_after_any_sequence_of_good_and_failed_versions_the_rollback_target_is_on_disk(outcomes, keep):
     assert all(_rollouts(outcomes, keep, use_records=True))
