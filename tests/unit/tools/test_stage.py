@@ -63,8 +63,8 @@ def test_counts_are_summed_over_every_pytest_run(tmp_path):
 def test_skips_inside_molecules_box_are_seen(tmp_path):
     # molecule prints pytest's lines inside a box, coloured: "  <dim>│<reset> SKIPPED [1] ..."
     box = "  \x1b[2m\u2502\x1b[0m "
-    out = "\n".join(box + line for line in ["tests/test_x.py s..", "SKIPPED [1] tests/test_x.py:9: no podman inside",
-                                             "=========== 3 passed, 1 skipped in 4.20s"])
+    lines = ["tests/test_x.py s..", "SKIPPED [1] tests/test_x.py:9: no podman inside", "=========== 3 passed, 1 skipped in 4.20s"]
+    out = "\n".join(box + line for line in lines)
     proc = stage(tmp_path, out, allowlist="")
     assert proc.returncode != 0 and "3 passed, 1 skipped" in proc.stdout and "no podman inside" in proc.stdout, proc.stdout
 
