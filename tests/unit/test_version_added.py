@@ -25,12 +25,10 @@ def version_added(node, path=""):
             if key == "version_added":
                 yield path or "(plugin)", str(value)
             else:
-                for found in version_added(value, "%s.%s" % (path, key) if path else str(key)):
-                    yield found
+                yield from version_added(value, "%s.%s" % (path, key) if path else str(key))
     elif isinstance(node, list):
         for index, value in enumerate(node):
-            for found in version_added(value, "%s[%d]" % (path, index)):
-                yield found
+            yield from version_added(value, "%s[%d]" % (path, index))
 
 
 def documents(path):
