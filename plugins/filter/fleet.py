@@ -126,11 +126,6 @@ def rollout_outcome(load_results, group, status, error="", failure=None):
     return {"group": group, "status": status, "models": models, "error": error, "failure": failure or {}}
 
 
-def candidate_config(config, name):
-    """The config a staged candidate loads with (see module_utils.fleet.candidate_config)."""
-    return fleet.candidate_config(config, name)
-
-
 def staging_plan(models, sync_results, validate_results, suffix=fleet.CANDIDATE_SUFFIX):
     """The candidates triton_models stages (see module_utils.fleet.staging_plan); a model changes when its
     sync or its config (the preflight's check-mode render) changed."""
@@ -155,6 +150,5 @@ class FilterModule(object):
             "rollout_summary": rollout_summary,
             "rollout_outcome": rollout_outcome,
             "verified_records": verified_records,
-            "candidate_config": candidate_config,
             "staging_plan": staging_plan,
         }

@@ -39,6 +39,11 @@ def is_ensemble(config):
     return (config or {}).get("platform") == "ensemble"
 
 
+def ensemble_steps(config):
+    """The steps of an ensemble's scheduling (empty for any other model)."""
+    return ((config or {}).get("ensemble_scheduling") or {}).get("step") or []
+
+
 def plain_copy(value):
     """A deep copy in plain JSON types (dict, list, str, int, float, bool, None).
 
@@ -92,8 +97,7 @@ def staging_plan(models, changed, suffix=CANDIDATE_SUFFIX):
         for model in ensembles:
             if model["name"] in staged:
                 continue
-            steps = (model["config"].get("ensemble_scheduling") or {}).get("step") or []
-            if model["name"] in changed or any(step.get("model_name") in staged for step in steps):
+            if model["name"] in changed or any(step.get("model_name") in staged for step in ensemble_steps(model["config"])):
                 staged[model["name"]] = model["name"] + suffix
                 plan.append(_candidate(model, staged[model["name"]], staged))
                 grew = True
@@ -102,7 +106,7 @@ def staging_plan(models, changed, suffix=CANDIDATE_SUFFIX):
 
 def _candidate(model, name, renames):
     config = candidate_config(model["config"], name)
-    for step in (config.get("ensemble_scheduling") or {}).get("step") or []:
+    for step in ensemble_steps(config):
         step["model_name"] = renames.get(step.get("model_name"), step.get("model_name"))
     entry = {"name": model["name"], "candidate": name, "versions": list(model.get("versions") or []),
              "ensemble": bool(model.get("ensemble")), "config": config, "verify": model.get("verify", True)}

@@ -141,7 +141,7 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aiops.triton.plugins.module_utils.fleet import is_ensemble, pin_versions
+from ansible_collections.aiops.triton.plugins.module_utils.fleet import ensemble_steps, is_ensemble, pin_versions
 from ansible_collections.aiops.triton.plugins.module_utils.fs import fsync_dir, write_atomic
 
 _VERSION_DIR = re.compile(r"^[1-9][0-9]*$")
@@ -188,8 +188,7 @@ def ensembles_calling(records, names):
             config = record["config"]
             if name in blocked or name in names or not is_ensemble(config):
                 continue
-            steps = (config.get("ensemble_scheduling") or {}).get("step") or []
-            if any(step.get("model_name") in set(names) | blocked for step in steps):
+            if any(step.get("model_name") in set(names) | blocked for step in ensemble_steps(config)):
                 blocked.add(name)
                 grew = True
     return sorted(blocked)
