@@ -287,7 +287,8 @@ model_path:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.aiops.triton.plugins.module_utils import s3_sync
+from ansible_collections.aiops.triton.plugins.module_utils import s3_client, s3_sync
+from ansible_collections.aiops.triton.plugins.module_utils.s3_sync_errors import S3SyncError
 from ansible_collections.aiops.triton.plugins.module_utils.model_name import ModelNameError, check_model_name
 
 
@@ -295,11 +296,11 @@ def run(module):
     params = module.params
     if params["state"] == "absent":
         if params["latest"] is not None:
-            raise s3_sync.S3SyncError("latest is only for state=present; list the versions to remove")
+            raise S3SyncError("latest is only for state=present; list the versions to remove")
         return s3_sync.sync_absent(params["repository"], params["model"], params["versions"], module.check_mode)
-    if not s3_sync.HAS_BOTO3:
-        module.fail_json(msg=missing_required_lib("boto3"), exception=s3_sync.BOTO3_IMPORT_ERROR)
-    client = s3_sync.make_client(
+    if not s3_client.HAS_BOTO3:
+        module.fail_json(msg=missing_required_lib("boto3"), exception=s3_client.BOTO3_IMPORT_ERROR)
+    client = s3_client.make_client(
         endpoint_url=params["endpoint_url"], region=params["region"], access_key=params["access_key"],
         secret_key=params["secret_key"], session_token=params["session_token"], profile=params["profile"],
         validate_certs=params["validate_certs"], ca_bundle=params["ca_bundle"], checksum_mode=params["checksum_mode"],
@@ -316,13 +317,13 @@ def validate(params):
     try:
         check_model_name(params["model"], "model")
     except ModelNameError as exc:
-        raise s3_sync.S3SyncError(str(exc))
+        raise S3SyncError(str(exc))
     for name in ("keep_versions", "latest", "concurrency", "part_size_mb", "timeout"):
         value = params[name]
         if value is not None and value < (0 if name == "keep_versions" else 1):
-            raise s3_sync.S3SyncError("%s must be %s, got %d" % (name, ">= 0" if name == "keep_versions" else ">= 1", value))
+            raise S3SyncError("%s must be %s, got %d" % (name, ">= 0" if name == "keep_versions" else ">= 1", value))
     if any(v < 0 for v in params["versions"] or []):
-        raise s3_sync.S3SyncError("versions must be non-negative integers")
+        raise S3SyncError("versions must be non-negative integers")
 
 
 def main():
@@ -346,7 +347,7 @@ def main():
             profile=dict(type="str"),
             validate_certs=dict(type="bool", default=True),
             ca_bundle=dict(type="path"),
-            checksum_mode=dict(type="str", choices=list(s3_sync.CHECKSUM_MODES), default="when_required"),
+            checksum_mode=dict(type="str", choices=list(s3_client.CHECKSUM_MODES), default="when_required"),
             concurrency=dict(type="int", default=8),
             timeout=dict(type="int", default=60),
             part_size_mb=dict(type="int", default=16),
@@ -360,7 +361,7 @@ def main():
     try:
         validate(module.params)
         result = run(module)
-    except s3_sync.S3SyncError as exc:
+    except S3SyncError as exc:
         module.fail_json(msg=str(exc))
     plan = result.pop("plan")
     diff = result.pop("diff")

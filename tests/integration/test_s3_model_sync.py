@@ -12,7 +12,10 @@ import urllib.request
 import boto3
 import pytest
 
-from ansible_collections.aiops.triton.plugins.module_utils import s3_sync
+from ansible_collections.aiops.triton.plugins.module_utils import model_repository_changes as repo_changes, s3_client, s3_plan
+from ansible_collections.aiops.triton.plugins.module_utils.manifest import MARKER_NAME
+from ansible_collections.aiops.triton.plugins.module_utils.s3_sync_errors import S3SyncError
+from ansible_collections.aiops.triton.plugins.module_utils.s3_transfer import Transfer
 
 from s3_fixtures import (BUCKET, CREDS, PREFIX, ROOT, SYNC_MODULE, MotoServer, assert_version, base_args, files_for, free_port,
                          module_args_file, publish_version, run_module, snapshot, work_dirs)
@@ -57,14 +60,14 @@ def test_upgrade_moves_only_new_bytes_and_retention_keeps_rollback(moto, s3, rep
     digests[4] = publish_version(s3, BUCKET, PREFIX, "upg", 4, files_for(4))
     up = run_module(tmp_path, base_args(moto, repo, "upg", latest=1, keep_versions=1))
     assert (up["versions_added"], up["versions_removed"], up["versions_kept"]) == ([4], [2], [3])
-    assert sorted(os.listdir(str(repo / "upg"))) == sorted(["3", "4", s3_sync.LOCK_NAME])
+    assert sorted(os.listdir(str(repo / "upg"))) == sorted(["3", "4", repo_changes.LOCK_NAME])
 
     # Rolling back to the retained version moves nothing and keeps the newer one for roll-forward.
     back = run_module(tmp_path, base_args(moto, repo, "upg", versions=[3], keep_versions=1))
     assert (back["changed"], back["bytes_transferred"], back["versions_kept"]) == (False, 0, [3, 4])
 
     gone = run_module(tmp_path, base_args(moto, repo, "upg", versions=[3], keep_versions=0))
-    assert gone["versions_removed"] == [4] and sorted(os.listdir(str(repo / "upg"))) == sorted(["3", s3_sync.LOCK_NAME])
+    assert gone["versions_removed"] == [4] and sorted(os.listdir(str(repo / "upg"))) == sorted(["3", repo_changes.LOCK_NAME])
 
 
 def test_republished_version_is_replaced_atomically(moto, s3, repo, tmp_path):
@@ -124,7 +127,7 @@ def test_allow_unverified_uses_md5_etags_and_refuses_multipart(moto, s3, repo, t
     publish_version(s3, BUCKET, PREFIX, "unver", 1, files, manifest=False)
     ok = run_module(tmp_path, base_args(moto, repo, "unver", versions=[1], allow_unverified=True))
     assert ok["versions_added"] == [1] and ok["files_transferred"] == 3
-    marker = (repo / "unver" / "1" / s3_sync.MARKER_NAME).read_text()
+    marker = (repo / "unver" / "1" / MARKER_NAME).read_text()
     assert marker.startswith("unverified-")
     again = run_module(tmp_path, base_args(moto, repo, "unver", versions=[1], allow_unverified=True))
     assert again["changed"] is False
@@ -133,7 +136,7 @@ def test_allow_unverified_uses_md5_etags_and_refuses_multipart(moto, s3, repo, t
     refused = run_module(tmp_path, base_args(moto, repo, "unver", versions=[2], allow_unverified=True))
     assert refused["failed"] is True
     assert "model.bin has ETag" in refused["msg"] and "multipart" in refused["msg"]
-    assert sorted(os.listdir(str(repo / "unver"))) == sorted(["1", s3_sync.LOCK_NAME])
+    assert sorted(os.listdir(str(repo / "unver"))) == sorted(["1", repo_changes.LOCK_NAME])
 
 
 def test_server_down_or_missing_bucket_changes_nothing(moto, s3, repo, tmp_path):
@@ -195,7 +198,7 @@ def test_sigkill_mid_transfer_leaves_no_partial_version_and_rerun_completes(moto
     deadline = time.time() + 60
     staged = None
     while time.time() < deadline and proc.poll() is None:
-        staging = [n for n in os.listdir(str(model_dir)) if n.startswith(s3_sync.STAGING_PREFIX)]
+        staging = [n for n in os.listdir(str(model_dir)) if n.startswith(repo_changes.STAGING_PREFIX)]
         blob = model_dir / staging[0] / "model.bin" if staging else None
         if blob is not None and blob.exists():
             time.sleep(0.5)  # let some megabytes land
@@ -206,7 +209,7 @@ def test_sigkill_mid_transfer_leaves_no_partial_version_and_rerun_completes(moto
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
 
-    assert sorted(os.listdir(str(model_dir))) == sorted(["1", staged, s3_sync.LOCK_NAME])  # no "2" visible
+    assert sorted(os.listdir(str(model_dir))) == sorted(["1", staged, repo_changes.LOCK_NAME])  # no "2" visible
     assert snapshot(model_dir / "1") == live_before
 
     rerun = run_module(tmp_path, base_args(moto, repo, "killed", latest=1, keep_versions=1))
@@ -242,10 +245,10 @@ def test_disk_full_is_a_clear_error_and_staging_is_removed(moto, s3, tmp_path, t
     assert snapshot(repo) == before
 
     # Past the up-front check (space taken after it): ENOSPC while writing, staging removed.
-    remote = s3_sync.fetch_remote_version(s3, BUCKET, PREFIX, "full", 2, False)
-    with s3_sync.ModelDir(str(repo), "full") as mdir:
-        with pytest.raises(s3_sync.S3SyncError, match="disk full while writing .*model.bin"):
-            mdir.install(s3_sync.Transfer(s3, BUCKET), s3_sync.version_prefix(PREFIX, "full", 2), remote)
+    remote = s3_client.fetch_remote_version(s3, BUCKET, PREFIX, "full", 2, False)
+    with repo_changes.ModelDir(str(repo), "full") as mdir:
+        with pytest.raises(S3SyncError, match="disk full while writing .*model.bin"):
+            mdir.install(Transfer(s3, BUCKET), s3_plan.version_prefix(PREFIX, "full", 2), remote)
     assert snapshot(repo) == before
 
 
@@ -268,7 +271,7 @@ def test_check_mode_plans_without_downloading_and_diff_lists_versions(moto, s3, 
     assert snapshot(repo) == before
 
     real = run_module(tmp_path, base_args(moto, repo, "plan", latest=1, keep_versions=0), diff=True)
-    assert real["diff"] == check["diff"] and sorted(os.listdir(str(repo / "plan"))) == sorted(["3", s3_sync.LOCK_NAME])
+    assert real["diff"] == check["diff"] and sorted(os.listdir(str(repo / "plan"))) == sorted(["3", repo_changes.LOCK_NAME])
 
 
 def test_state_absent_removes_versions_but_not_config(moto, s3, repo, tmp_path):
@@ -283,7 +286,7 @@ def test_state_absent_removes_versions_but_not_config(moto, s3, repo, tmp_path):
     assert gone["versions_removed"] == [1] and gone["versions_kept"] == [2]
     everything = run_module(tmp_path, base_args(moto, repo, "absent", state="absent"))
     assert everything["versions_removed"] == [2]
-    assert sorted(os.listdir(str(repo / "absent"))) == sorted([s3_sync.LOCK_NAME, "config.pbtxt"])
+    assert sorted(os.listdir(str(repo / "absent"))) == sorted([repo_changes.LOCK_NAME, "config.pbtxt"])
     assert run_module(tmp_path, base_args(moto, repo, "absent", state="absent"))["changed"] is False
 
 
@@ -305,7 +308,7 @@ def test_real_triton_serves_synced_versions_and_ignores_work_dirs(moto, s3, repo
     (repo / "add_sub" / "config.pbtxt").write_text(ADD_SUB_CONFIG)
     assert run_module(tmp_path, base_args(moto, repo, "add_sub", versions=[1]))["versions_added"] == [1]
     # What a SIGKILLed sync leaves behind: Triton (exit-on-error) must still start.
-    stale = repo / "add_sub" / (s3_sync.STAGING_PREFIX + "2-killed")
+    stale = repo / "add_sub" / (repo_changes.STAGING_PREFIX + "2-killed")
     stale.mkdir()
     (stale / "model.py").write_bytes(model_py[:40])
 

@@ -6,6 +6,8 @@ import types
 
 import pytest
 
+from labctl_lib import common, image, podman_conf, services  # lab/, put on sys.path by conftest.py
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 spec = importlib.util.spec_from_file_location("labctl", os.path.join(ROOT, "lab", "labctl.py"))
 labctl = importlib.util.module_from_spec(spec)
@@ -16,7 +18,7 @@ spec.loader.exec_module(labctl)
 def no_podman(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("podman was called: %r" % (args,))
-    monkeypatch.setattr(labctl, "run", refuse)
+    monkeypatch.setattr(common, "run", refuse)
 
 
 @pytest.mark.parametrize("argv,message", [
@@ -31,10 +33,10 @@ def test_bad_requests_fail_clearly(argv, message, capsys):
 
 
 def test_image_key_changes_with_the_package_list(monkeypatch):
-    key = labctl.image_key("debian12")
-    assert key == labctl.image_key("debian12")
-    monkeypatch.setattr(labctl, "image_packages", lambda: ["systemd", "python3", "extra-package"])
-    assert labctl.image_key("debian12") != key
+    key = image.image_key("debian12")
+    assert key == image.image_key("debian12")
+    monkeypatch.setattr(image, "image_packages", lambda: ["systemd", "python3", "extra-package"])
+    assert image.image_key("debian12") != key
 
 
 class FakePodman(object):
@@ -63,12 +65,12 @@ class FakePodman(object):
 def lab_down(monkeypatch, tmp_path):
     def down(survives):
         fake = FakePodman(survives)
-        monkeypatch.setattr(labctl, "podman", fake)
-        monkeypatch.setattr(labctl, "stop_services", lambda: None)
-        monkeypatch.setattr(labctl, "STATE", str(tmp_path / "state"))
-        monkeypatch.setattr(labctl, "INVENTORY", str(tmp_path / "hosts.yml"))
+        monkeypatch.setattr(common, "podman", fake)
+        monkeypatch.setattr(services, "stop_services", lambda: None)
+        monkeypatch.setattr(common, "STATE", str(tmp_path / "state"))
+        monkeypatch.setattr(common, "INVENTORY", str(tmp_path / "hosts.yml"))
         # down() removes the podman drop-in last: never the machine's real one from a unit test
-        monkeypatch.setattr(labctl, "PODMAN_DROPIN", str(tmp_path / "90-aiops-lab.conf"))
+        monkeypatch.setattr(podman_conf, "PODMAN_DROPIN", str(tmp_path / "90-aiops-lab.conf"))
         labctl.down()
         return fake
     return down
@@ -81,5 +83,5 @@ def test_down_retries_a_container_that_raced_into_stopped(lab_down, capsys):
 
 
 def test_down_fails_loudly_when_a_container_survives(lab_down):
-    with pytest.raises(labctl.LabError, match=r"containers survived teardown: \['lab-2'\]"):
+    with pytest.raises(common.LabError, match=r"containers survived teardown: \['lab-2'\]"):
         lab_down(survives=99)

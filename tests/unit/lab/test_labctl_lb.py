@@ -7,6 +7,8 @@ import types
 
 import yaml
 
+from labctl_lib import common, hosts, image  # lab/, put on sys.path by conftest.py
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 spec = importlib.util.spec_from_file_location("labctl", os.path.join(ROOT, "lab", "labctl.py"))
 labctl = importlib.util.module_from_spec(spec)
@@ -14,9 +16,9 @@ spec.loader.exec_module(labctl)
 
 
 def test_inventory_puts_lab_lb_in_triton_lb_and_every_address_in(tmp_path, monkeypatch):
-    monkeypatch.setattr(labctl, "INVENTORY", str(tmp_path / "hosts.yml"))
-    labctl.write_inventory(["lab-1", "lab-2", "lab-3"], {"lab-1": "10.89.77.3", "lab-2": "10.89.77.4",
-                                                         "lab-3": "10.89.77.5", "lab-lb": "10.89.77.6"})
+    monkeypatch.setattr(common, "INVENTORY", str(tmp_path / "hosts.yml"))
+    hosts.write_inventory(["lab-1", "lab-2", "lab-3"], {"lab-1": "10.89.77.3", "lab-2": "10.89.77.4",
+                                                        "lab-3": "10.89.77.5", "lab-lb": "10.89.77.6"})
     inv = yaml.safe_load((tmp_path / "hosts.yml").read_text())
     assert inv["triton_servers"]["children"]["triton_canary"]["hosts"] == {"lab-1": {"aiops_lab_address": "10.89.77.3"}}
     assert sorted(inv["triton_servers"]["children"]["triton_wave_1"]["hosts"]) == ["lab-2", "lab-3"]
@@ -26,8 +28,8 @@ def test_inventory_puts_lab_lb_in_triton_lb_and_every_address_in(tmp_path, monke
 
 
 def test_inventory_without_addresses_keeps_its_old_shape(tmp_path, monkeypatch):
-    monkeypatch.setattr(labctl, "INVENTORY", str(tmp_path / "hosts.yml"))
-    labctl.write_inventory(["lab-1"])
+    monkeypatch.setattr(common, "INVENTORY", str(tmp_path / "hosts.yml"))
+    hosts.write_inventory(["lab-1"])
     inv = yaml.safe_load((tmp_path / "hosts.yml").read_text())
     assert inv["triton_servers"]["children"]["triton_canary"]["hosts"] == {"lab-1": None}
     assert "triton_lb" not in inv
@@ -45,8 +47,8 @@ def fake_podman(running, address):
 
 
 def test_env_exports_the_lb_frontends_while_lab_lb_runs(monkeypatch, capsys, tmp_path):
-    monkeypatch.setattr(labctl, "STATE", str(tmp_path))
-    monkeypatch.setattr(labctl, "podman", fake_podman(True, "10.89.77.6"))
+    monkeypatch.setattr(common, "STATE", str(tmp_path))
+    monkeypatch.setattr(common, "podman", fake_podman(True, "10.89.77.6"))
     assert labctl.main(["env"]) == 0
     out = capsys.readouterr().out
     assert "export AIOPS_LAB_LB_HTTP=10.89.77.6:8000\n" in out
@@ -54,21 +56,21 @@ def test_env_exports_the_lb_frontends_while_lab_lb_runs(monkeypatch, capsys, tmp
 
 
 def test_env_without_lab_lb_exports_no_lb(monkeypatch, capsys, tmp_path):
-    monkeypatch.setattr(labctl, "STATE", str(tmp_path))
-    monkeypatch.setattr(labctl, "podman", fake_podman(False, ""))
+    monkeypatch.setattr(common, "STATE", str(tmp_path))
+    monkeypatch.setattr(common, "podman", fake_podman(False, ""))
     assert labctl.main(["env"]) == 0
     assert "AIOPS_LAB_LB" not in capsys.readouterr().out
 
 
 def test_lab_lb_is_no_triton_host(monkeypatch):
     calls = []
-    monkeypatch.setattr(labctl, "container_running", lambda name: False)
-    monkeypatch.setattr(labctl, "podman", lambda *args, **kw: calls.append(args) or types.SimpleNamespace(returncode=0, stdout=""))
-    assert labctl.start_lb("debian12") is True
+    monkeypatch.setattr(common, "container_running", lambda name: False)
+    monkeypatch.setattr(common, "podman", lambda *args, **kw: calls.append(args) or types.SimpleNamespace(returncode=0, stdout=""))
+    assert hosts.start_lb("debian12") is True
     run = [c for c in calls if c[0] == "run"][0]
-    assert "aiops.lab.lb=1" in run and "aiops.lab.host=1" not in run and labctl.LABEL in run
+    assert "aiops.lab.lb=1" in run and "aiops.lab.host=1" not in run and common.LABEL in run
     assert run[run.index("--name") + 1] == "lab-lb"
 
 
 def test_the_image_carries_haproxy_and_socat():
-    assert {"haproxy", "socat"} <= set(labctl.image_packages())
+    assert {"haproxy", "socat"} <= set(image.image_packages())

@@ -5,6 +5,8 @@ import os
 
 import pytest
 
+from labctl_lib import common, hosts, image  # lab/, put on sys.path by conftest.py
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 spec = importlib.util.spec_from_file_location("labctl_memory", os.path.join(ROOT, "lab", "labctl.py"))
 labctl = importlib.util.module_from_spec(spec)
@@ -22,19 +24,19 @@ def machine(monkeypatch):
 
     def refuse(*args, **kwargs):
         raise AssertionError("podman was called: %r" % (args,))
-    monkeypatch.setattr(labctl, "run", refuse)
-    monkeypatch.setattr(labctl, "lab_hosts", lambda: list(state["running"]))
-    monkeypatch.setattr(labctl, "mem_available_mib", lambda: state["available"])
+    monkeypatch.setattr(common, "run", refuse)
+    monkeypatch.setattr(hosts, "lab_hosts", lambda: list(state["running"]))
+    monkeypatch.setattr(hosts, "mem_available_mib", lambda: state["available"])
 
     def build_image(os_name, force=False):
         raise Started()
-    monkeypatch.setattr(labctl, "build_image", build_image)
+    monkeypatch.setattr(image, "build_image", build_image)
     monkeypatch.delenv("AIOPS_LAB_HOST_MIB", raising=False)
     return state
 
 
 def test_max_hosts_is_32():
-    assert labctl.MAX_HOSTS == 32
+    assert hosts.MAX_HOSTS == 32
 
 
 def test_too_many_new_hosts_for_the_memory_are_refused(machine, capsys):
@@ -84,4 +86,4 @@ def test_mem_available_reads_meminfo():
     with open("/proc/meminfo", encoding="utf-8") as handle:
         line = [x for x in handle if x.startswith("MemAvailable:")][0]
     # the value moves between two reads; it must be the same order of magnitude
-    assert abs(labctl.mem_available_mib() - int(line.split()[1]) // 1024) < 1024
+    assert abs(hosts.mem_available_mib() - int(line.split()[1]) // 1024) < 1024

@@ -8,6 +8,8 @@ import types
 
 import pytest
 
+from labctl_lib import common, hosts, podman_conf, services  # lab/, put on sys.path by conftest.py
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 spec = importlib.util.spec_from_file_location("labctl", os.path.join(ROOT, "lab", "labctl.py"))
 labctl = importlib.util.module_from_spec(spec)
@@ -22,7 +24,7 @@ def etc(monkeypatch, tmp_path):
     conf_dir = tmp_path / "containers"
     conf_dir.mkdir()
     (conf_dir / "containers.conf").write_text(OWNER_CONF)
-    monkeypatch.setattr(labctl, "PODMAN_DROPIN", str(conf_dir / "containers.conf.d" / "90-aiops-lab.conf"), raising=False)
+    monkeypatch.setattr(podman_conf, "PODMAN_DROPIN", str(conf_dir / "containers.conf.d" / "90-aiops-lab.conf"), raising=False)
 
     def guarded_open(path, mode="r", *args, **kwargs):
         if any(c in mode for c in "wax+") and not str(path).startswith(str(tmp_path)):
@@ -36,8 +38,8 @@ def etc(monkeypatch, tmp_path):
             raise AssertionError("labctl replaced a file outside the test dir: %s" % dst)
         return real_replace(src, dst)
 
-    monkeypatch.setattr(labctl, "open", guarded_open, raising=False)
-    monkeypatch.setattr(labctl.os, "replace", guarded_replace)
+    monkeypatch.setattr(podman_conf, "open", guarded_open, raising=False)
+    monkeypatch.setattr(podman_conf.os, "replace", guarded_replace)
     return conf_dir
 
 
@@ -47,7 +49,7 @@ def lab_conf():
 
 
 def test_configure_writes_a_drop_in_and_leaves_the_owner_file(etc, capsys):
-    labctl.configure_podman()
+    podman_conf.configure_podman()
     dropin = etc / "containers.conf.d" / "90-aiops-lab.conf"
     assert dropin.read_text() == lab_conf()
     assert oct(dropin.stat().st_mode & 0o777) == "0o644"
@@ -58,11 +60,11 @@ def test_configure_writes_a_drop_in_and_leaves_the_owner_file(etc, capsys):
 
 
 def test_configure_is_idempotent(etc, capsys):
-    labctl.configure_podman()
+    podman_conf.configure_podman()
     dropin = etc / "containers.conf.d" / "90-aiops-lab.conf"
     inode = dropin.stat().st_ino
     capsys.readouterr()
-    labctl.configure_podman()
+    podman_conf.configure_podman()
     assert dropin.stat().st_ino == inode
     assert capsys.readouterr().out == ""
 
@@ -71,7 +73,7 @@ def test_configure_repairs_a_changed_drop_in(etc):
     dropin = etc / "containers.conf.d" / "90-aiops-lab.conf"
     dropin.parent.mkdir()
     dropin.write_text("[engine]\nruntime = \"crun\"\n")
-    labctl.configure_podman()
+    podman_conf.configure_podman()
     assert dropin.read_text() == lab_conf()
 
 
@@ -82,12 +84,12 @@ def test_lab_settings_are_the_ones_this_machine_needs():
 
 
 def test_down_removes_the_drop_in_and_nothing_else(etc, monkeypatch, tmp_path):
-    labctl.configure_podman()
+    podman_conf.configure_podman()
     other = etc / "containers.conf.d" / "10-owner.conf"
     other.write_text("[containers]\nlog_size_max = 1000\n")
-    monkeypatch.setattr(labctl, "stop_services", lambda: None)
-    monkeypatch.setattr(labctl, "STATE", str(tmp_path / "state"))
-    monkeypatch.setattr(labctl, "INVENTORY", str(tmp_path / "hosts.yml"))
+    monkeypatch.setattr(services, "stop_services", lambda: None)
+    monkeypatch.setattr(common, "STATE", str(tmp_path / "state"))
+    monkeypatch.setattr(common, "INVENTORY", str(tmp_path / "hosts.yml"))
 
     def fake_podman(*args, check=True):
         if args[0] == "ps":
@@ -95,7 +97,7 @@ def test_down_removes_the_drop_in_and_nothing_else(etc, monkeypatch, tmp_path):
         if args[:2] == ("network", "exists"):
             return types.SimpleNamespace(returncode=1, stdout="")
         raise AssertionError("unexpected podman call %r" % (args,))
-    monkeypatch.setattr(labctl, "podman", fake_podman)
+    monkeypatch.setattr(common, "podman", fake_podman)
     labctl.down()
     assert sorted(os.listdir(etc / "containers.conf.d")) == ["10-owner.conf"]
     assert (etc / "containers.conf").read_text() == OWNER_CONF
@@ -104,10 +106,10 @@ def test_down_removes_the_drop_in_and_nothing_else(etc, monkeypatch, tmp_path):
 
 def test_down_keeps_the_drop_in_while_a_container_survives(etc, monkeypatch, tmp_path):
     """A container created with runc must still be removable: the drop-in goes only after the hosts."""
-    labctl.configure_podman()
-    monkeypatch.setattr(labctl, "stop_services", lambda: None)
-    monkeypatch.setattr(labctl, "STATE", str(tmp_path / "state"))
-    monkeypatch.setattr(labctl, "INVENTORY", str(tmp_path / "hosts.yml"))
+    podman_conf.configure_podman()
+    monkeypatch.setattr(services, "stop_services", lambda: None)
+    monkeypatch.setattr(common, "STATE", str(tmp_path / "state"))
+    monkeypatch.setattr(common, "INVENTORY", str(tmp_path / "hosts.yml"))
 
     def stuck_podman(*args, check=True):
         if args[0] == "ps":
@@ -115,8 +117,8 @@ def test_down_keeps_the_drop_in_while_a_container_survives(etc, monkeypatch, tmp
         if args[0] == "rm" or args[:2] == ("network", "exists"):
             return types.SimpleNamespace(returncode=1, stdout="")
         raise AssertionError("unexpected podman call %r" % (args,))
-    monkeypatch.setattr(labctl, "podman", stuck_podman)
-    with pytest.raises(labctl.LabError, match="survived"):
+    monkeypatch.setattr(common, "podman", stuck_podman)
+    with pytest.raises(common.LabError, match="survived"):
         labctl.down()
     assert (etc / "containers.conf.d" / "90-aiops-lab.conf").exists()
 
@@ -128,9 +130,9 @@ def test_lab_hosts_get_cap_sys_admin(monkeypatch):
     def record(*args, check=True):
         calls.append(args)
         return types.SimpleNamespace(returncode=1, stdout="")
-    monkeypatch.setattr(labctl, "podman", record)
-    monkeypatch.setattr(labctl, "container_running", lambda name: False)
-    assert labctl.start_host("lab-1", "debian12")
+    monkeypatch.setattr(common, "podman", record)
+    monkeypatch.setattr(common, "container_running", lambda name: False)
+    assert hosts.start_host("lab-1", "debian12")
     run = [c for c in calls if c[0] == "run"][0]
     assert run[run.index("--cap-add") + 1] == "SYS_ADMIN"
     assert run[-2:] == ("localhost/aiops-lab-debian12", "/sbin/init")

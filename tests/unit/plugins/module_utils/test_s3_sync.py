@@ -7,7 +7,9 @@ import threading
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
 
-from ansible_collections.aiops.triton.plugins.module_utils import fs, s3_sync as s
+from ansible_collections.aiops.triton.plugins.module_utils import fs, model_repository_changes as repo_changes, s3_client, s3_plan
+from ansible_collections.aiops.triton.plugins.module_utils.manifest import MARKER_NAME
+from ansible_collections.aiops.triton.plugins.module_utils.s3_sync_errors import S3SyncError
 
 
 @pytest.mark.parametrize("wanted,remote,local,keep,expected", [
@@ -24,7 +26,7 @@ from ansible_collections.aiops.triton.plugins.module_utils import fs, s3_sync as
     ([3], {3: "c"}, {3: "c", 4: "d"}, 1, {"add": [], "replace": [], "unchanged": [3], "retained": [4], "remove": []}),
 ])
 def test_plan_sync(wanted, remote, local, keep, expected):
-    plan = s.plan_sync(wanted, remote, local, keep)
+    plan = s3_plan.plan_sync(wanted, remote, local, keep)
     expected["kept"] = sorted(expected["unchanged"] + expected["retained"])
     assert plan == expected
 
@@ -37,13 +39,13 @@ def test_plan_sync(wanted, remote, local, keep, expected):
     ([3], 0, []),
 ])
 def test_plan_sync_keeps_verified_versions_only(verified, keep, retained):
-    plan = s.plan_sync([5], {5: "e"}, {2: "b", 3: "c", 4: "d"}, keep, verified)
+    plan = s3_plan.plan_sync([5], {5: "e"}, {2: "b", 3: "c", 4: "d"}, keep, verified)
     assert plan["retained"] == retained
     assert plan["remove"] == sorted(set([2, 3, 4]) - set(retained))
 
 
 def test_plan_sync_without_pruning_removes_nothing():
-    plan = s.plan_sync([3], {3: "c"}, {1: "a", 4: "d"}, 0, [3], prune=False)
+    plan = s3_plan.plan_sync([3], {3: "c"}, {1: "a", 4: "d"}, 0, [3], prune=False)
     assert plan["add"] == [3] and plan["remove"] == [] and plan["retained"] == [1, 4]
 
 
@@ -55,8 +57,8 @@ def _rollouts(outcomes, keep, use_records):
     found = []
     for step, ok in enumerate(outcomes):
         version = step + 2
-        plan = s.plan_sync([version], {version: "v%d" % version}, disk, keep,
-                           record["verified"] if use_records else None)
+        plan = s3_plan.plan_sync([version], {version: "v%d" % version}, disk, keep,
+                                 record["verified"] if use_records else None)
         for v in plan["add"]:
             disk[v] = "v%d" % v
         for v in plan["remove"]:
@@ -81,16 +83,16 @@ def test_keeping_the_newest_instead_deletes_the_rollback_target_after_two_failur
 
 
 def test_pick_latest_and_prefixes():
-    assert s.pick_latest([1, 7, 3, 7, 12], 2) == [7, 12]
-    assert s.version_prefix("", "m") == "m/"
-    assert s.version_prefix("/a//b/", "m", 3) == "a/b/m/3/"
+    assert s3_plan.pick_latest([1, 7, 3, 7, 12], 2) == [7, 12]
+    assert s3_plan.version_prefix("", "m") == "m/"
+    assert s3_plan.version_prefix("/a//b/", "m", 3) == "a/b/m/3/"
 
 
 def make_version(model_dir, name, marker=None):
     path = model_dir / name
     path.mkdir(parents=True)
     if marker is not None:
-        (path / s.MARKER_NAME).write_text(marker + "\n")
+        (path / MARKER_NAME).write_text(marker + "\n")
     return path
 
 
@@ -98,39 +100,39 @@ def test_local_versions_reads_markers_and_ignores_what_triton_ignores(tmp_path):
     make_version(tmp_path, "1", "abc")
     make_version(tmp_path, "2")
     make_version(tmp_path, "007", "x")  # Triton ignores leading zeros
-    make_version(tmp_path, s.STAGING_PREFIX + "3-zz", "y")
+    make_version(tmp_path, repo_changes.STAGING_PREFIX + "3-zz", "y")
     (tmp_path / "10").write_text("a file, not a version dir")
-    assert s.local_versions(str(tmp_path)) == {1: "abc", 2: None}
-    assert s.local_versions(str(tmp_path / "missing")) == {}
+    assert s3_plan.local_versions(str(tmp_path)) == {1: "abc", 2: None}
+    assert s3_plan.local_versions(str(tmp_path / "missing")) == {}
 
 
 def test_render_diff_lists_versions_with_hashes():
-    diff = s.render_diff("/r/m", {1: "a", 2: None}, {2: None, 3: "c"})
+    diff = s3_plan.render_diff("/r/m", {1: "a", 2: None}, {2: None, 3: "c"})
     assert diff["before"] == "1 a\n2 unmanaged\n" and diff["after"] == "2 unmanaged\n3 c\n"
     assert diff["before_header"] == "/r/m"
 
 
 def test_recover_never_restores_a_version_being_deleted_only_one_caught_mid_swap(tmp_path):
     model_dir = tmp_path / "m"
-    make_version(model_dir, s.STAGING_PREFIX + "5-abc", "partial")
-    make_version(model_dir, s.OLD_PREFIX + "4-def", "old4")    # live 4 gone: killed while deleting it
-    make_version(model_dir, s.OLD_PREFIX + "2-ghi", "old2")    # replaced, killed while deleting the old copy
+    make_version(model_dir, repo_changes.STAGING_PREFIX + "5-abc", "partial")
+    make_version(model_dir, repo_changes.OLD_PREFIX + "4-def", "old4")    # live 4 gone: killed while deleting it
+    make_version(model_dir, repo_changes.OLD_PREFIX + "2-ghi", "old2")    # replaced, killed while deleting the old copy
     make_version(model_dir, "2", "new2")
-    make_version(model_dir, s.SWAP_PREFIX + "3-jkl", "old3")   # fallback swap killed between its renames
-    make_version(model_dir, s.SWAP_PREFIX + "2-mno", "older2")  # live 2 present: garbage
-    assert s.local_versions_after_recovery(str(model_dir)) == {2: "new2", 3: "old3"}
-    with s.ModelDir(str(tmp_path), "m") as mdir:
-        assert mdir.recovered == sorted([s.OLD_PREFIX + "2-ghi", s.OLD_PREFIX + "4-def", s.STAGING_PREFIX + "5-abc",
-                                         s.SWAP_PREFIX + "2-mno", s.SWAP_PREFIX + "3-jkl"])
-    assert sorted(os.listdir(str(model_dir))) == sorted(["2", "3", s.LOCK_NAME])
-    assert s.local_versions(str(model_dir)) == {2: "new2", 3: "old3"}
-    with s.ModelDir(str(tmp_path), "m") as mdir:
+    make_version(model_dir, repo_changes.SWAP_PREFIX + "3-jkl", "old3")   # fallback swap killed between its renames
+    make_version(model_dir, repo_changes.SWAP_PREFIX + "2-mno", "older2")  # live 2 present: garbage
+    assert repo_changes.local_versions_after_recovery(str(model_dir)) == {2: "new2", 3: "old3"}
+    with repo_changes.ModelDir(str(tmp_path), "m") as mdir:
+        assert mdir.recovered == sorted([repo_changes.OLD_PREFIX + "2-ghi", repo_changes.OLD_PREFIX + "4-def", repo_changes.STAGING_PREFIX + "5-abc",
+                                         repo_changes.SWAP_PREFIX + "2-mno", repo_changes.SWAP_PREFIX + "3-jkl"])
+    assert sorted(os.listdir(str(model_dir))) == sorted(["2", "3", repo_changes.LOCK_NAME])
+    assert s3_plan.local_versions(str(model_dir)) == {2: "new2", 3: "old3"}
+    with repo_changes.ModelDir(str(tmp_path), "m") as mdir:
         assert mdir.recovered == []
 
 
 def test_model_dir_created_by_a_failed_sync_is_removed(tmp_path):
     with pytest.raises(RuntimeError):
-        with s.ModelDir(str(tmp_path), "fresh"):
+        with repo_changes.ModelDir(str(tmp_path), "fresh"):
             raise RuntimeError("download failed")
     assert os.listdir(str(tmp_path)) == []
 
@@ -138,10 +140,10 @@ def test_model_dir_created_by_a_failed_sync_is_removed(tmp_path):
 def test_remove_takes_version_out_of_sight_first(tmp_path):
     make_version(tmp_path / "m", "1", "a")
     make_version(tmp_path / "m", "2", "b")
-    with s.ModelDir(str(tmp_path), "m") as mdir:
+    with repo_changes.ModelDir(str(tmp_path), "m") as mdir:
         mdir.remove(1)
-    assert s.local_versions(str(tmp_path / "m")) == {2: "b"}
-    assert [n for n in os.listdir(str(tmp_path / "m")) if n.startswith(s.OLD_PREFIX)] == []
+    assert s3_plan.local_versions(str(tmp_path / "m")) == {2: "b"}
+    assert [n for n in os.listdir(str(tmp_path / "m")) if n.startswith(repo_changes.OLD_PREFIX)] == []
 
 
 def swap_scene(tmp_path):
@@ -152,7 +154,7 @@ def swap_scene(tmp_path):
 
 
 def staged(model_dir, marker):
-    staging = make_version(model_dir, s.STAGING_PREFIX + "1-" + marker, marker)
+    staging = make_version(model_dir, repo_changes.STAGING_PREFIX + "1-" + marker, marker)
     (staging / "weights").write_text(marker)
     return str(staging)
 
@@ -164,22 +166,22 @@ def test_replace_is_one_exchange_and_a_watcher_never_misses_the_version(tmp_path
 
     def watch():  # what Triton's repository poll would see, as fast as it can look
         while not stop.is_set():
-            seen.append(s._read_marker(live))
+            seen.append(s3_plan.read_marker(live))
 
     watcher = threading.Thread(target=watch)
     watcher.start()
     try:
-        with s.ModelDir(str(tmp_path), "m") as mdir:
+        with repo_changes.ModelDir(str(tmp_path), "m") as mdir:
             for round_ in range(200):
                 marker = "v%d" % round_
                 previous = mdir._swap(staged(model_dir, marker), live, 1)
-                assert s._read_marker(live) == marker and os.path.basename(previous).startswith(s.STAGING_PREFIX)
+                assert s3_plan.read_marker(live) == marker and os.path.basename(previous).startswith(repo_changes.STAGING_PREFIX)
                 mdir._discard(previous, 1)
     finally:
         stop.set()
         watcher.join()
     assert len(seen) > 200 and None not in seen  # never absent, never a dir without its marker
-    assert sorted(os.listdir(str(model_dir))) == sorted(["1", s.LOCK_NAME])
+    assert sorted(os.listdir(str(model_dir))) == sorted(["1", repo_changes.LOCK_NAME])
     assert (model_dir / "1" / "weights").read_text() == "v199"
 
 
@@ -187,12 +189,12 @@ def test_replace_falls_back_to_two_renames_without_exchange_and_undoes_a_failed_
     monkeypatch.setattr(fs, "_renameat2", None)  # a C library without renameat2 (or not Linux)
     model_dir = swap_scene(tmp_path)
     live = str(model_dir / "1")
-    with s.ModelDir(str(tmp_path), "m") as mdir:
+    with repo_changes.ModelDir(str(tmp_path), "m") as mdir:
         previous = mdir._swap(staged(model_dir, "new"), live, 1)
-        assert os.path.basename(previous).startswith(s.SWAP_PREFIX) and s._read_marker(previous) == "old"
-        assert s._read_marker(live) == "new"
+        assert os.path.basename(previous).startswith(repo_changes.SWAP_PREFIX) and s3_plan.read_marker(previous) == "old"
+        assert s3_plan.read_marker(live) == "new"
         mdir._discard(previous, 1)
-        assert sorted(os.listdir(str(model_dir))) == sorted(["1", s.LOCK_NAME])
+        assert sorted(os.listdir(str(model_dir))) == sorted(["1", repo_changes.LOCK_NAME])
 
         real_rename = os.rename
         failing = staged(model_dir, "newer")
@@ -202,23 +204,23 @@ def test_replace_falls_back_to_two_renames_without_exchange_and_undoes_a_failed_
                 raise OSError(errno.EIO, "injected")
             return real_rename(src, dst)
 
-        monkeypatch.setattr(s.os, "rename", rename)
+        monkeypatch.setattr(repo_changes.os, "rename", rename)
         with pytest.raises(OSError, match="injected"):
             mdir._swap(failing, live, 1)
         monkeypatch.undo()
-    assert s._read_marker(live) == "new"  # put back as it was
-    assert [n for n in os.listdir(str(model_dir)) if n.startswith(s.SWAP_PREFIX)] == []
+    assert s3_plan.read_marker(live) == "new"  # put back as it was
+    assert [n for n in os.listdir(str(model_dir)) if n.startswith(repo_changes.SWAP_PREFIX)] == []
 
 
 def test_unverified_accepts_md5_etags_and_refuses_multipart():
-    version = s._unverified_version("b", "p", "m", 1, [
+    version = s3_client._unverified_version("b", "p", "m", 1, [
         {"path": "x/model.bin", "size": 3, "etag": '"900150983cd24fb0d6963f7d28e17f72"'}])
     assert version.files == [{"path": "x/model.bin", "size": 3, "md5": "900150983cd24fb0d6963f7d28e17f72"}]
     assert version.digest.startswith("unverified-") and not version.verified
-    with pytest.raises(s.S3SyncError, match="not an MD5 of the object"):
-        s._unverified_version("b", "p", "m", 1, [{"path": "big", "size": 9, "etag": '"0123456789abcdef0123456789abcdef-3"'}])
-    with pytest.raises(s.S3SyncError, match="unsafe object path"):
-        s._unverified_version("b", "p", "m", 1, [{"path": "../x", "size": 1, "etag": '"900150983cd24fb0d6963f7d28e17f72"'}])
+    with pytest.raises(S3SyncError, match="not an MD5 of the object"):
+        s3_client._unverified_version("b", "p", "m", 1, [{"path": "big", "size": 9, "etag": '"0123456789abcdef0123456789abcdef-3"'}])
+    with pytest.raises(S3SyncError, match="unsafe object path"):
+        s3_client._unverified_version("b", "p", "m", 1, [{"path": "../x", "size": 1, "etag": '"900150983cd24fb0d6963f7d28e17f72"'}])
 
 
 def client_error(code):
@@ -234,20 +236,20 @@ def client_error(code):
     (NoCredentialsError(), "no S3 credentials found"),
 ])
 def test_s3_errors_say_what_to_fix(exc, message):
-    assert message in str(s.s3_error(exc, "reading s3://b/k"))
+    assert message in str(s3_client.s3_error(exc, "reading s3://b/k"))
 
 
 def test_checksum_default_is_when_required():
-    client = s.make_client(endpoint_url="http://127.0.0.1:9", access_key="a", secret_key="b")
+    client = s3_client.make_client(endpoint_url="http://127.0.0.1:9", access_key="a", secret_key="b")
     config = client.meta.config
     assert config.request_checksum_calculation == "when_required"
     assert config.response_checksum_validation == "when_required"
     assert config.s3["addressing_style"] == "path"
-    client = s.make_client(endpoint_url="http://127.0.0.1:9", access_key="a", secret_key="b", checksum_mode="when_supported")
+    client = s3_client.make_client(endpoint_url="http://127.0.0.1:9", access_key="a", secret_key="b", checksum_mode="when_supported")
     assert client.meta.config.request_checksum_calculation == "when_supported"
 
 
 def test_free_space_check(tmp_path):
-    s.check_free_space(str(tmp_path), 1)
-    with pytest.raises(s.S3SyncError, match="disk full: the new versions need"):
-        s.check_free_space(str(tmp_path), 1 << 60)
+    repo_changes.check_free_space(str(tmp_path), 1)
+    with pytest.raises(S3SyncError, match="disk full: the new versions need"):
+        repo_changes.check_free_space(str(tmp_path), 1 << 60)

@@ -1,0 +1,1 @@
+"""The parts of lab/labctl.py, one per thing the lab manages."""

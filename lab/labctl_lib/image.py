@@ -1,0 +1,82 @@
+"""The lab host image: a Debian systemd rootfs from debootstrap, rebuilt only when its inputs change."""
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+from . import common, podman_conf
+
+# Bump when the image recipe below changes in a way the package list does not show.
+RECIPE_VERSION = "3"
+
+
+def image_packages():
+    with open(os.path.join(common.LAB, "image.packages")) as fh:
+        return [line.strip() for line in fh if line.strip() and not line.startswith("#")]
+
+
+def image_key(os_name):
+    spec = common.SUPPORTED_OS[os_name]
+    material = json.dumps([RECIPE_VERSION, os_name, spec, image_packages()], sort_keys=True)
+    return hashlib.sha256(material.encode()).hexdigest()[:16]
+
+
+def image_current_key(ref):
+    res = common.podman("image", "inspect", "--format", "{{ index .Labels \"aiops.lab.key\" }}", ref, check=False)
+    return res.stdout.strip() if res.returncode == 0 else None
+
+
+def build_image(os_name, force=False):
+    podman_conf.configure_podman()
+    ref = common.IMAGE.format(os=os_name)
+    key = image_key(os_name)
+    if not force and image_current_key(ref) == key:
+        common.log("image %s is current (key %s), rebuild skipped" % (ref, key))
+        return ref
+    spec = common.SUPPORTED_OS[os_name]
+    os.makedirs(common.BUILD, exist_ok=True)
+    rootfs = tempfile.mkdtemp(prefix="lab-rootfs-", dir=common.BUILD)
+    try:
+        common.log("debootstrap %s into %s (about a minute)" % (spec["suite"], rootfs))
+        common.run(["debootstrap", "--variant=minbase", "--include=" + ",".join(image_packages()),
+                    spec["suite"], rootfs, spec["mirror"]], capture=True)
+        customise_rootfs(rootfs, spec)
+        # --one-file-system: a /proc that debootstrap left mounted in the rootfs (seen once) is not archived
+        tar = subprocess.Popen(["tar", "--one-file-system", "-C", rootfs, "-c", "."], stdout=subprocess.PIPE)
+        common.run(["podman", "import", "--change", 'CMD ["/sbin/init"]',
+                    "--change", "LABEL aiops.lab.key=%s" % key, "-", ref], stdin=tar.stdout, capture=True)
+        tar.stdout.close()
+        if tar.wait() != 0:
+            raise common.LabError("tar of the rootfs failed")
+    finally:
+        for sub in ("proc", "sys", "dev/pts"):  # never rmtree into a live /proc left mounted by debootstrap
+            if os.path.ismount(os.path.join(rootfs, sub)):
+                subprocess.run(["umount", "-l", os.path.join(rootfs, sub)], check=False)
+        shutil.rmtree(rootfs, ignore_errors=True)
+    common.log("built image %s (key %s)" % (ref, key))
+    return ref
+
+
+def customise_rootfs(rootfs, spec):
+    """Make the rootfs behave like a small server: full apt sources, a CA bundle pip trusts, no gettys."""
+    with open(os.path.join(rootfs, "etc/apt/sources.list"), "w") as fh:
+        for suite in (spec["suite"], spec["suite"] + "-updates"):
+            fh.write("deb %s %s main contrib non-free non-free-firmware\n" % (spec["mirror"], suite))
+    # pip on this network sees a TLS-intercepting proxy whose CA only the host bundle has.
+    host_bundle = "/etc/ssl/certs/ca-certificates.crt"
+    if os.path.exists(host_bundle):
+        shutil.copy(host_bundle, os.path.join(rootfs, "etc/ssl/certs/ca-certificates.crt"))
+    for unit in ("getty.target", "console-getty.service", "systemd-logind.service"):
+        link = os.path.join(rootfs, "etc/systemd/system", unit)
+        if not os.path.lexists(link):
+            os.symlink("/dev/null", link)
+    # haproxy (for lab-lb) comes enabled by its package; only the triton_lb role turns it on, where it runs.
+    wants = os.path.join(rootfs, "etc/systemd/system/multi-user.target.wants/haproxy.service")
+    if os.path.lexists(wants):
+        os.remove(wants)
+    open(os.path.join(rootfs, "etc/machine-id"), "w").close()
+    shutil.rmtree(os.path.join(rootfs, "var/cache/apt/archives"), ignore_errors=True)
+    os.makedirs(os.path.join(rootfs, "var/cache/apt/archives/partial"), exist_ok=True)
