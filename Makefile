@@ -15,7 +15,7 @@ APT_PACKAGES := podman runc debootstrap uidmap slirp4netns iproute2 git make pyt
 STAGE := $(ROOT)/tools/stage.sh
 
 .PHONY: help setup system-packages venv collection-link lab lab-image lab-up lab-services lab-down lab-triton-image \
-        wheelhouse models publish-models site test unit lint sanity artifact test-installed test-lb integration molecule bench clean
+        wheelhouse models publish-models site test unit lint sanity artifact test-installed test-lb integration molecule ee test-ee bench clean
 
 help:
 	@sed -n '2,4p' Makefile
@@ -146,6 +146,29 @@ molecule: lab-triton-image
 test-lb: setup lab-services publish-models lab-triton-image
 	eval "$$($(PY) lab/labctl.py env)"
 	molecule test -s lb
+
+## --- execution environment ---------------------------------------------------------------------
+# The collection's EE (execution-environment.yml, ansible-builder v3) on the lab's Debian base image, with
+# no registry: ansible-builder writes the build context, podman builds it (--pull=never) with this machine's
+# CA bundle mounted for pip. The collection goes in from its built artifact; community.general (its
+# haproxy module) from the pinned `ansible` package in .venv, as no Galaxy server is reachable.
+EE_VERSION := $(shell sed -n 's/^version: *//p' galaxy.yml)
+EE_IMAGE ?= localhost/aiops-triton-ee:$(EE_VERSION)
+ee: lab-image
+	rm -rf build/ee
+	mkdir -p build/ee/collections/community
+	ansible-galaxy collection build --output-path build/ee . >/dev/null
+	cp build/ee/aiops-triton-$(EE_VERSION).tar.gz build/ee/collections/aiops-triton.tar.gz
+	cp -r $$($(PY) -c 'import ansible_collections.community.general as c; print(list(c.__path__)[0])') \
+	  build/ee/collections/community/general
+	ansible-builder create -f execution-environment.yml -c build/ee/context --output-filename Containerfile >/dev/null
+	podman build --pull=never -v /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro \
+	  -f build/ee/context/Containerfile -t $(EE_IMAGE) build/ee/context
+	podman image ls $(EE_IMAGE)
+
+# The EE as AWX / ansible-navigator run it (tools/ee_check.sh; not a stage of `make test`).
+test-ee: ee
+	EE_IMAGE=$(EE_IMAGE) tools/ee_check.sh
 
 ## --- benchmarks ---------------------------------------------------------------------------------
 # Triton as this collection deploys it vs a FastAPI + uvicorn baseline, and the serving-settings
