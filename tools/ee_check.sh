@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# ee_check.sh: the execution environment (`make ee`) as AWX / ansible-navigator use it (`make test-ee`).
+# From a project directory outside the checkout, with nothing of the checkout on any path, ansible-navigator
+# runs the image (--ee true, --pull-policy never) and inside it:
+#   1. the collection is installed (from the artifact) with its Python dependencies importable;
+#   2. every module and filter of the collection loads in ansible-doc, community.general.haproxy included;
+#   3. every playbook of the collection passes --syntax-check by FQCN against a copy of the lab inventory;
+#   4. tests/ee/controller.yml: the controller-side module and filters really run (write, no change, refuse);
+#   5. aiops.triton.verify by FQCN with no Triton hosts: its controller play writes the fleet report.
+# What it does not do: run site.yml against the lab hosts (README, "Execution environment", says why).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+image=${EE_IMAGE:?EE_IMAGE=localhost/aiops-triton-ee:<version> (make test-ee sets it)}
+export PATH=$root/.venv/bin:$PATH
+podman image exists "$image" || { echo "FAIL: no image $image (make ee)"; exit 1; }
+# ansible-runner starts the EE with --ipc=host and navigator refuses podman without /dev/mqueue; a machine
+# booted by systemd has it (dev-mqueue.mount), this one may not: mount it the same way.
+if ! mountpoint -q /dev/mqueue; then mkdir -p /dev/mqueue && mount -t mqueue mqueue /dev/mqueue; fi
+
+work=${TMPDIR:-/tmp}/aiops-ee-check
+rm -rf "$work"
+mkdir -p "$work/project"
+cp -r "$root/inventories/lab" "$work/project/inventory"
+# the lab's groups without the lab's hosts: the lab transport cannot reach them from inside the EE
+printf '%s\n' '---' 'triton_servers:' '  hosts: {}' >"$work/project/inventory/hosts.yml"
+cp "$root/tests/ee/controller.yml" "$work/project/"
+cd "$work/project"
+# nothing of this machine's Ansible set-up leaks into the EE run
+unset ANSIBLE_COLLECTIONS_PATH ANSIBLE_CONFIG ANSIBLE_ROLES_PATH
+# ansible-runner's event markers (ESC[K<base64>ESC[<n>D) out of the logs
+plain() { sed -E $'s/\x1b\\[K[A-Za-z0-9+/=]*\x1b\\[[0-9]+D\x1b\\[K//g' | tee "$1"; }
+navigator=(--ee true --ce podman --eei "$image" --pull-policy never --mode stdout --pae false
+           --lf "$work/navigator.log" --ll warning)
+
+# names from the checkout: one the artifact lacks fails inside the EE
+names() { find "$1" -maxdepth 1 -name "*.$2" -printf '%f\n' | sed "s/\.$2\$//" | sort | tr '\n' ' '; }
+# shellcheck disable=SC2016  # expanded inside the EE
+inside='set -euo pipefail
+ansible --version | head -1
+ansible-galaxy collection list aiops.triton | grep -E "^aiops\.triton "
+python3 -c "import tritonclient.grpc.model_config_pb2, google.protobuf, matplotlib.pyplot; print(\"python deps: ok\")"
+n=0; for m in $EE_CHECK_MODULES; do ansible-doc -t module "aiops.triton.$m" >/dev/null; n=$((n+1)); done
+ansible-doc -t module community.general.haproxy >/dev/null
+echo "ansible-doc modules: $n + community.general.haproxy"
+n=0; for f in $EE_CHECK_FILTERS; do ansible-doc -t filter "aiops.triton.$f" >/dev/null; n=$((n+1)); done
+echo "ansible-doc filters: $n"
+n=0; for p in $EE_CHECK_PLAYBOOKS; do ansible-playbook -i inventory "aiops.triton.$p" --syntax-check >/dev/null; n=$((n+1)); done
+echo "syntax-check by FQCN: $n playbooks"'
+ansible-navigator exec "${navigator[@]}" --senv "EE_CHECK_MODULES=$(names "$root/plugins/modules" py)" \
+  --senv "EE_CHECK_FILTERS=$(names "$root/plugins/filter" yml)" --senv "EE_CHECK_PLAYBOOKS=$(names "$root/playbooks" yml)" \
+  -- "$inside" | plain "$work/exec.log"
+grep -q "^python deps: ok" "$work/exec.log"
+grep -qE "^syntax-check by FQCN: [0-9]+ playbooks" "$work/exec.log"
+
+ansible-navigator run controller.yml -i localhost, "${navigator[@]}" | plain "$work/controller.log"
+grep -qE 'localhost +: ok=[0-9]+ +changed=1 +unreachable=0 +failed=0' "$work/controller.log" \
+  || { echo "FAIL: tests/ee/controller.yml in the EE"; exit 1; }
+
+ansible-navigator run aiops.triton.verify -i inventory "${navigator[@]}" | plain "$work/verify.log"
+grep -q 'fleet report: 0 hosts' "$work/verify.log" || { echo "FAIL: aiops.triton.verify in the EE"; exit 1; }
+if grep -E 'Unable to parse|No inventory was parsed' "$work/exec.log" "$work/verify.log"; then
+  echo "FAIL: the EE did not read the project's inventory"; exit 1
+fi
+echo "EE $image: collection, dependencies, docs, playbooks and the controller-side plays pass"
