@@ -31,7 +31,7 @@ def run_pkgmgr(tmp_path, *args):
     lists.mkdir(exist_ok=True)
     (lists / "deb.debian.org_Packages").write_text("")
     env = dict(os.environ, PATH="%s:%s" % (fake.parent, os.environ["PATH"]), APT_PKGMGR_LISTS=str(lists))
-    proc = subprocess.run([PKGMGR] + list(args), env=env, capture_output=True, text=True)
+    proc = subprocess.run([PKGMGR] + list(args), env=env, capture_output=True, text=True, check=False)
     return proc, log.read_text().splitlines() if log.exists() else []
 
 
