@@ -20,7 +20,6 @@ import shutil
 import subprocess
 import sys
 import time
-import urllib.request
 
 import numpy as np
 import yaml
@@ -28,18 +27,12 @@ import yaml
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "molecule"))
 import scenario_checks  # noqa: E402  (molecule/scenario_checks.py, unit-tested in tests/unit/molecule)
+from lab_hosts import host_ip, main_pid, on_disk, publish_broken_anomaly, serving  # noqa: E402
 
 SCENARIO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GROUPS = {"triton_canary": ["fleet-1"], "triton_wave_1": ["fleet-2", "fleet-3"]}
-MODELS = ["anomaly_detector", "alert_classifier", "metric_forecaster", "ops_pipeline"]
 ALERTS = ["Pod memory usage exceeds 90% threshold", "Network latency P99 increased to 5000ms",
           "Disk space on /dev/sda1 is 95% full"]
-
-
-def host_ip(name):
-    out = subprocess.run(["podman", "inspect", "-f", "{{json .NetworkSettings.Networks}}", name],
-                         capture_output=True, text=True, check=True).stdout
-    return next(iter(json.loads(out).values()))["IPAddress"]
 
 
 # -- load ---------------------------------------------------------------------------------------
@@ -144,52 +137,6 @@ def recap_changed(out):
                 for line in out.splitlines() if " changed=" in line and line.split() and line.split()[0].startswith("fleet-"))
 
 
-def serving(ip):
-    """model -> READY versions, from the repository index (the key guards it)."""
-    request = urllib.request.Request("http://%s:8000/v2/repository/index" % ip, data=b"{}", method="POST",
-                                     headers={"triton-admin-key": os.environ["AIOPS_LAB_TRITON_API_KEY"]})
-    with urllib.request.urlopen(request, timeout=30) as response:
-        index = json.load(response)
-    ready = dict((m, []) for m in MODELS)
-    for entry in index:
-        if entry.get("state") == "READY":
-            ready.setdefault(entry["name"], []).append(int(entry["version"]))
-    return dict((m, sorted(v)) for m, v in ready.items())
-
-
-def on_disk(host, model):
-    out = subprocess.run(["podman", "exec", host, "sh", "-c", "ls /var/lib/triton/models/%s 2>/dev/null || true" % model],
-                         capture_output=True, text=True, check=True).stdout.split()
-    return sorted(int(v) for v in out if v.isdigit())
-
-
-def main_pid(host):
-    return subprocess.run(["podman", "exec", host, "systemctl", "show", "-p", "MainPID", "--value", "tritonserver"],
-                          capture_output=True, text=True, check=True).stdout.strip()
-
-
-def publish_broken_v3(workdir):
-    """Version 3: version 2's graph with golden cases it cannot meet (it loads, then fails verification).
-
-    Returns the names of its golden cases."""
-    src = os.path.join(ROOT, "build", "model_repository", "anomaly_detector", "2")
-    repo = os.path.join(workdir, "v3repo")
-    shutil.rmtree(repo, ignore_errors=True)
-    dest = os.path.join(repo, "anomaly_detector", "3")
-    shutil.copytree(src, dest)
-    path = os.path.join(dest, "golden_cases.json")
-    cases = json.load(open(path))
-    cases["version"] = 3
-    for case in cases["cases"]:
-        score = case["expected"]["anomaly_score"]
-        score["data"] = [1.0 - float(x) + 0.5 for x in np.ravel(score["data"])]  # no score can be this far off
-    json.dump(cases, open(path, "w"))
-    subprocess.run([sys.executable, os.path.join(ROOT, "model_repository", "publish.py"), "--repository", repo,
-                    "--bucket", "aiops-models", "--prefix", "models", "--endpoint-url", os.environ["AIOPS_LAB_S3_ENDPOINT"],
-                    "--model", "anomaly_detector", "--version", "3", "--force"], check=True, capture_output=True)
-    return [case["name"] for case in cases["cases"]]
-
-
 def check(condition, message, results, path):
     if not condition:
         results["failed_check"] = message
@@ -233,7 +180,7 @@ def main():
     check(all(s["anomaly_detector"] == [2] for s in entry["serving"].values()), "after 1 -> 2: %s" % entry["serving"],
           results, args.results)
 
-    broken_cases = publish_broken_v3(workdir)
+    broken_cases = publish_broken_anomaly(workdir, 3)
     entry, proc = rollout("broken_v3", {"triton_canary": pins([3]), "triton_wave_1": pins([3])}, False)
     out = proc.stdout + proc.stderr
     entry["broken_cases"] = broken_cases

@@ -9,11 +9,15 @@ and HTTP, concurrent clients, every request counted), with HAProxy's runtime API
   b. playbooks/reboot.yml over every host: every host rebooted (its boot id changes), 0 failed requests,
      one batch out of traffic at a time;
   c. a model rollout with playbooks/model_upgrade.yml (anomaly_detector 1 -> 2): 0 failed requests;
+     then a broken anomaly_detector 3 (loads, fails its golden cases): the canary rolls back to 2 for
+     those cases, wave_1 never fetches 3, every host serves [2], 0 failed requests;
   d. a server change that breaks Triton (an invalid extra argument) with playbooks/triton_server.yml: the
      canary stays drained, the run stops before the next batch (the other hosts keep their MainPID and
      their unit), the summary names the canary, 0 failed requests;
   e. hardware work: drain.yml refuses to empty a rollout group (nothing drained), drains one host, undrain.yml
-     verifies it and puts it back; 0 failed requests.
+     verifies it and puts it back; 0 failed requests;
+  f. the fix for d, re-run: playbooks/triton_server.yml without the bad argument restarts the canary alone,
+     verifies it and puts it back in traffic; every host up, 0 failed requests.
 Writes the counts and what it saw to --results, prints a summary, exits non-zero on the first broken promise.
 """
 
@@ -35,6 +39,7 @@ SCENARIO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "molecule"))
 sys.path.insert(0, os.path.join(ROOT, ".collection"))
 import scenario_checks  # noqa: E402  (molecule/scenario_checks.py)
+from lab_hosts import host_ip, main_pid, on_disk, podman, publish_broken_anomaly, serving  # noqa: E402
 from ansible_collections.aiops.triton.plugins.filter.haproxy import haproxy_server_state  # noqa: E402
 
 HOSTS = ["roll-1", "roll-2", "roll-3", "roll-4"]
@@ -46,19 +51,6 @@ ADMIN_SOCKET = "/run/haproxy/admin.sock"
 ALERTS = ["Pod memory usage exceeds 90% threshold", "Network latency P99 increased to 5000ms",
           "Disk space on /dev/sda1 is 95% full"]
 BAD_ARG = "--no-such-flag=1"
-
-
-def podman(*args, **kw):
-    return subprocess.run(["podman"] + list(args), capture_output=True, text=True, check=kw.get("check", True))
-
-
-def host_ip(name):
-    out = podman("inspect", "-f", "{{json .NetworkSettings.Networks}}", name).stdout
-    return next(iter(json.loads(out).values()))["IPAddress"]
-
-
-def main_pid(host):
-    return podman("exec", host, "systemctl", "show", "-p", "MainPID", "--value", "tritonserver").stdout.strip()
 
 
 def boot_id(host):
@@ -254,7 +246,8 @@ def main():
     results = {"lb": lb_ip, "steps": {}}
     if args.start_at and os.path.exists(args.results):
         results["steps"] = json.load(open(args.results)).get("steps", {})
-    order = ["no_change_site", "a_flag_change_site", "b_rolling_reboot", "c_model_rollout", "d_broken_canary", "e_drain_refused"]
+    order = ["no_change_site", "a_flag_change_site", "b_rolling_reboot", "c_model_rollout", "c_broken_model",
+             "d_broken_canary", "e_drain_refused", "f_repair_canary"]
     skip = set(order[:order.index(args.start_at)]) if args.start_at else set()
 
     def step(name, playbook, expect_ok, batch_rule=True, extra=(), **inventory):
@@ -301,10 +294,14 @@ def main():
     pins_v2 = {"triton_canary": v2, "triton_wave_1": v2}
     if "c_model_rollout" not in skip:
         model_rollout(step, results, args, flag, pins_v2)
+    if "c_broken_model" not in skip:
+        broken_model(step, results, args, flag, v2)
     broken = dict(flag, triton_server_extra_args=[BAD_ARG])
     if "d_broken_canary" not in skip:
         broken_canary(step, results, args, broken, pins_v2)
-    hardware_work(step, results, args, broken, pins_v2)
+    if "e_drain_refused" not in skip:
+        hardware_work(step, results, args, broken, pins_v2)
+    repair(step, results, args, flag, pins_v2)
 
     json.dump(results, open(args.results, "w"), indent=2)
     print("LB OK: %d requests answered through HAProxy during the operations, 0 failed"
@@ -345,6 +342,26 @@ def model_rollout(step, results, args, flag, pins_v2):
     check(entry["before"]["pid"] == entry["after"]["pid"], "c: a model rollout restarted Triton", results, args.results)
 
 
+def broken_model(step, results, args, flag, v2):
+    """A retrained version that loads but fails its golden cases stops at the canary behind the balancer."""
+    cases = publish_broken_anomaly(os.path.dirname(args.results), 3)
+    v3 = [dict(e, versions=[3]) if e["name"] == "anomaly_detector" else e for e in v2]
+    entry, proc = step("c_broken_model", "playbooks/model_upgrade.yml", False, batch_rule=False,
+                       servers_extra=flag, pins={"triton_canary": v3, "triton_wave_1": v3})
+    out = proc.stdout + proc.stderr
+    entry["broken_cases"] = cases
+    entry["golden_cases_failed"] = scenario_checks.golden_case_failures(out, "roll-1", "anomaly_detector", 3)
+    entry["serving"] = dict((h, serving(host_ip(h))["anomaly_detector"]) for h in HOSTS)
+    entry["wave_1_on_disk"] = dict((h, on_disk(h, "anomaly_detector")) for h in HOSTS[1:])
+    check(entry["before"]["pid"] == entry["after"]["pid"], "c: the broken model restarted Triton", results, args.results)
+    check(all(v == [2] for v in entry["serving"].values()), "c: after broken v3: %s" % entry["serving"],
+          results, args.results)
+    why = scenario_checks.rolled_back_for_golden_cases(out, "roll-1", "anomaly_detector", 3, cases)
+    check(why is None, "c: broken v3: %s" % why, results, args.results)
+    check(all(3 not in v for v in entry["wave_1_on_disk"].values()),
+          "c: wave_1 was touched by the broken rollout: %s" % entry["wave_1_on_disk"], results, args.results)
+
+
 def broken_canary(step, results, args, broken, pins_v2):
     entry, _proc = step("d_broken_canary", "playbooks/triton_server.yml", False, servers_extra=broken, pins=pins_v2)
     others = HOSTS[1:]
@@ -365,7 +382,8 @@ def hardware_work(step, results, args, broken, pins_v2):
     verifies it and puts it back."""
     same = dict(batch_rule=False, servers_extra=broken, pins=pins_v2)
     entry, proc = step("e_drain_refused", "playbooks/drain.yml", False, extra=["--limit", ",".join(HOSTS[1:])], **same)
-    check("triton_wave_1 would have no host up" in proc.stdout and all(entry["last_states"][h] == "up" for h in HOSTS[1:]),
+    # ansible-core prints a failed task's message on stderr
+    check("triton_wave_1 would have no host up" in proc.stdout + proc.stderr and all(entry["last_states"][h] == "up" for h in HOSTS[1:]),
           "e: drain.yml did not refuse to empty triton_wave_1 before draining: %s" % entry["last_states"], results, args.results)
     entry, proc = step("e_drain_one", "playbooks/drain.yml", True, extra=["--limit", "roll-2"], **same)
     check(entry["last_states"]["roll-2"] == "drained" and entry["last_states"]["roll-3"] == "up",
@@ -373,6 +391,26 @@ def hardware_work(step, results, args, broken, pins_v2):
     entry, proc = step("e_undrain_one", "playbooks/undrain.yml", True, extra=["--limit", "roll-2"], **same)
     check(entry["last_states"]["roll-2"] == "up", "e: undrain.yml --limit roll-2 left %s" % entry["last_states"],
           results, args.results)
+
+
+
+def repair(step, results, args, flag, pins_v2):
+    """The operator's fix for d (the bad argument gone) is one more run: the canary is set up again but
+    stays out of traffic (a failed host goes back only through undrain.yml, which verifies it first)."""
+    entry, proc = step("f_repair_canary", "playbooks/triton_server.yml", True, batch_rule=False,
+                       servers_extra=flag, pins=pins_v2)
+    check(entry["before"]["pid"]["roll-1"] != entry["after"]["pid"]["roll-1"] and entry["after"]["pid"]["roll-1"] != "0",
+          "f: the canary did not start again: %s -> %s" % (entry["before"]["pid"], entry["after"]["pid"]),
+          results, args.results)
+    check(not any(unit_has(h, BAD_ARG) for h in HOSTS), "f: a unit still has %s" % BAD_ARG, results, args.results)
+    check(entry["last_states"].get("roll-1") == "drained" and any(
+          line.startswith("roll-1 [triton_canary]: set up (was not serving); still out of traffic") for line in entry["summary"]),
+          "f: the repaired canary is not named as still out of traffic: %s %s" % (entry["last_states"], entry["summary"]),
+          results, args.results)
+    entry, proc = step("f_undrain_canary", "playbooks/undrain.yml", True, batch_rule=False, extra=["--limit", "roll-1"],
+                       servers_extra=flag, pins=pins_v2)
+    check(all(entry["last_states"].get(h) == "up" for h in HOSTS), "f: not every host back in traffic: %s"
+          % entry["last_states"], results, args.results)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """The rolling operations of the side effect (files/rolling_under_load.py), from its results file, and the
-hosts after them: the canary left drained with its broken unit, the others serving untouched.
+hosts after them: a broken model and a broken server change stopped at the canary, the canary fixed and put
+back, every host serving.
 
 The driver asserts as it goes; these tests read what it recorded so a failed promise is named here too.
 """
@@ -11,8 +12,8 @@ import pytest
 
 RESULTS = os.path.join(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", ""), "lb_results.json")
 HOSTS = ["roll-1", "roll-2", "roll-3", "roll-4"]
-STEPS = ["no_change_site", "a_flag_change_site", "b_rolling_reboot", "c_model_rollout", "d_broken_canary",
-         "e_drain_refused", "e_drain_one", "e_undrain_one"]
+STEPS = ["no_change_site", "a_flag_change_site", "b_rolling_reboot", "c_model_rollout", "c_broken_model",
+         "d_broken_canary", "e_drain_refused", "e_drain_one", "e_undrain_one", "f_repair_canary", "f_undrain_canary"]
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +60,22 @@ def test_the_rolling_reboot_rebooted_every_host(results):
 def test_the_model_rollout_restarted_nothing(results):
     entry = results["steps"]["c_model_rollout"]
     assert entry["rc"] == 0 and entry["before"]["pid"] == entry["after"]["pid"]
+
+
+def test_a_broken_model_version_stops_at_the_canary(results):
+    entry = results["steps"]["c_broken_model"]
+    assert entry["rc"] != 0 and entry["before"]["pid"] == entry["after"]["pid"]
+    assert all(v == [2] for v in entry["serving"].values()), entry["serving"]
+    assert all(3 not in v for v in entry["wave_1_on_disk"].values()), entry["wave_1_on_disk"]
+    # rolled back for v3's own golden cases, not for a failure at sync or load
+    assert entry["golden_cases_failed"] and set(entry["golden_cases_failed"]) <= set(entry["broken_cases"])
+
+
+def test_the_fixed_canary_is_set_up_then_put_back_only_by_undrain(results):
+    repaired, back = results["steps"]["f_repair_canary"], results["steps"]["f_undrain_canary"]
+    assert repaired["rc"] == 0 and repaired["last_states"]["roll-1"] == "drained"
+    assert repaired["after"]["pid"]["roll-1"] not in ("0", repaired["before"]["pid"]["roll-1"])
+    assert back["rc"] == 0 and all(back["last_states"][h] == "up" for h in HOSTS)
 
 
 def test_a_broken_server_change_stops_at_the_canary_which_stays_drained(results):
