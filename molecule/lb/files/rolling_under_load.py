@@ -393,7 +393,6 @@ def hardware_work(step, results, args, broken, pins_v2):
           results, args.results)
 
 
-
 def repair(step, results, args, flag, pins_v2):
     """The operator's fix for d (the bad argument gone) is one more run: the canary is set up again but
     stays out of traffic (a failed host goes back only through undrain.yml, which verifies it first)."""
