@@ -1,5 +1,6 @@
-"""The Triton server role on the fleet's canary host after converge + side effect: unit, hardening, the
-key and local users, bad inputs to the API, kill -9. (Hot updates under load and rollbacks: test_fleet.py.)"""
+"""The Triton server role on the scenario's canary after converge + side effect: unit, hardening, the
+key and local users, bad inputs to the API (molecule/bad_inputs.yml), kill -9. Run by molecule/fleet and
+molecule/lb (its tests/ links this file); hot updates under load and rollbacks: test_fleet.py, test_lb.py."""
 
 import json
 import shlex
@@ -8,8 +9,8 @@ import time
 import pytest
 
 UNIT = "tritonserver.service"
-# One host is enough for the role's own properties; every host serves (test_fleet.py).
-testinfra_hosts = ["ansible://fleet-1"]
+# One host is enough for the role's own properties; every host serves (test_fleet.py, test_lb.py).
+testinfra_hosts = ["ansible://triton_canary"]
 
 
 def unit_prop(host, name):

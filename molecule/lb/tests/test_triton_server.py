@@ -1,0 +1,1 @@
+../../fleet/tests/test_triton_server.py
