@@ -39,11 +39,6 @@ def _load_generator():
     return module
 
 
-def boot_id(host):
-    """A lab host's boot: its systemd (PID 1) start time, as molecule/lb reads it."""
-    return lab_hosts.podman("exec", host, "cut", "-d", " ", "-f", "22", "/proc/1/stat").stdout.strip()
-
-
 def run(env, playbook, limit, log, extra=()):
     argv = ["ansible-playbook", "-i", "inventories/lab", playbook, "--limit", limit] + list(extra)
     start = time.monotonic()
@@ -59,7 +54,7 @@ def measure(env, gen, lb_ip, kind, hosts, log, verbose):
     if kind == "restart":
         playbook, extra, read = "playbooks/triton_server.yml", ["-e", "triton_server_log_verbose=%d" % verbose], lab_hosts.main_pid
     else:
-        playbook, extra, read = "playbooks/reboot.yml", [], boot_id
+        playbook, extra, read = "playbooks/reboot.yml", [], gen.boot_id
     before = dict((h, read(h)) for h in hosts)
     with gen.Load(lb_ip) as load:
         wall, rc = run(env, playbook, limit, log, extra)
