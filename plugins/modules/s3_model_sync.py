@@ -52,6 +52,7 @@ description:
   - In check mode it resolves and plans (listing S3 and reading manifests) but downloads and changes nothing.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - aiops.triton.attributes.actiongroup_s3
 author:
   - aiops.triton contributors (@aiops)
 requirements:

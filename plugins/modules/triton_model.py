@@ -32,6 +32,7 @@ description:
 version_added: "0.2.0"
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - aiops.triton.attributes.actiongroup_triton_api
   - aiops.triton.triton_api
 author:
   - aiops.triton contributors (@aiops)
