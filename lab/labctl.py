@@ -10,6 +10,10 @@
     labctl.py status                 what is running
     labctl.py env                    shell exports for the lab's S3 credentials (never printed elsewhere) and,
                                      while lab-lb runs, its HTTP and gRPC frontends (AIOPS_LAB_LB_HTTP/_GRPC)
+    labctl.py ssh [NAME ...]         put the lab SSH key (lab/.state/ssh, made once) into root's authorized_keys of
+                                     each named container of the lab image (default: the lab hosts and lab-lb),
+                                     their host keys into lab/.state/ssh/known_hosts, log in once over SSH; prints
+                                     {"key", "known_hosts", "hosts": {name: bridge address}} as JSON (`up` does it too)
     labctl.py triton-image           build the Triton image (container method) and the podman lab host image,
                                      publish the Triton image as an OCI archive on the wheelhouse server
                                      (build/triton-image.json: its URL path, sha256 and image ID); cached
@@ -21,15 +25,16 @@ A small "gateway keeper" container holds the bridge up so services can bind to i
 before any host exists.
 
 This file is the command line and the lab-wide steps (up, down, status); lab/labctl_lib/ has one module
-per thing the lab manages: podman_conf, image, triton_image, services, hosts (common: shared names, podman).
+per thing the lab manages: podman_conf, image, triton_image, services, hosts, ssh (common: shared names, podman).
 """
 
 import argparse
+import json
 import os
 import shutil
 import sys
 
-from labctl_lib import common, hosts, image, podman_conf, services, triton_image
+from labctl_lib import common, hosts, image, podman_conf, services, ssh, triton_image
 
 
 def up(count, os_name):
@@ -50,6 +55,14 @@ def up(count, os_name):
     for name in wanted + [hosts.LB_HOST]:
         common.log("%s: %s" % (name, hosts.wait_booted(name)))
     hosts.write_inventory(wanted, dict((n, hosts.container_address(n)) for n in wanted + [hosts.LB_HOST]))
+    # SSH for clients without the lab transport (the execution environment); a host from an older image has no
+    # sshd and is left as it is (the lab transport does not need it)
+    reachable = [n for n in wanted + [hosts.LB_HOST] if ssh.has_sshd(n)]
+    for name in sorted(set(wanted + [hosts.LB_HOST]) - set(reachable)):
+        common.log("%s has no sshd (made from an older lab image): recreate it for SSH (make lab-down lab-up)" % name)
+    if reachable:
+        ssh.authorize(reachable)
+        common.log("SSH as root with %s: %s" % (os.path.relpath(ssh.KEY, common.ROOT), " ".join(reachable)))
     common.log("%d host(s) up (%d started now); inventory: %s" % (len(wanted), len(started), os.path.relpath(common.INVENTORY, common.ROOT)))
 
 
@@ -99,6 +112,8 @@ def main(argv=None):
     sub.add_parser("down")
     sub.add_parser("status")
     sub.add_parser("env")
+    p_ssh = sub.add_parser("ssh")
+    p_ssh.add_argument("names", nargs="*", metavar="NAME")
     sub.add_parser("triton-image")
     args = parser.parse_args(argv)
     try:
@@ -116,6 +131,9 @@ def main(argv=None):
         elif args.cmd == "triton-image":
             triton_image.build_podman_host_image()
             triton_image.build_triton_image()
+        elif args.cmd == "ssh":
+            names = args.names or hosts.lab_hosts() + [n for n in [hosts.LB_HOST] if common.container_running(n)]
+            print(json.dumps({"key": ssh.KEY, "known_hosts": ssh.KNOWN_HOSTS, "hosts": ssh.authorize(names)}, sort_keys=True))
         elif args.cmd == "status":
             status()
         elif args.cmd == "env":

@@ -10,7 +10,7 @@ import tempfile
 from . import common, podman_conf
 
 # Bump when the image recipe below changes in a way the package list does not show.
-RECIPE_VERSION = "3"
+RECIPE_VERSION = "5"
 
 
 def image_packages():
@@ -77,6 +77,35 @@ def customise_rootfs(rootfs, spec):
     wants = os.path.join(rootfs, "etc/systemd/system/multi-user.target.wants/haproxy.service")
     if os.path.lexists(wants):
         os.remove(wants)
+    customise_sshd(rootfs)
     open(os.path.join(rootfs, "etc/machine-id"), "w").close()
     shutil.rmtree(os.path.join(rootfs, "var/cache/apt/archives"), ignore_errors=True)
     os.makedirs(os.path.join(rootfs, "var/cache/apt/archives/partial"), exist_ok=True)
+
+
+# sshd in a lab host: key-only root login (labctl_lib/ssh.py puts the lab key in), no DNS lookups.
+SSHD_CONFIG = """# aiops lab (lab/labctl_lib/image.py): the lab key only, for root; read before sshd_config's own settings.
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UseDNS no
+"""
+# Each host makes its own host keys when sshd first starts (the image ships none: every host of one
+# image would otherwise share them); `sshd -t` after, as Debian's unit does.
+SSH_UNIT_DROPIN = """[Service]
+ExecStartPre=
+ExecStartPre=/usr/bin/ssh-keygen -A
+ExecStartPre=/usr/sbin/sshd -t
+"""
+
+
+def customise_sshd(rootfs):
+    for name in os.listdir(os.path.join(rootfs, "etc/ssh")):
+        if name.startswith("ssh_host_"):
+            os.remove(os.path.join(rootfs, "etc/ssh", name))
+    with open(os.path.join(rootfs, "etc/ssh/sshd_config.d/aiops-lab.conf"), "w") as fh:
+        fh.write(SSHD_CONFIG)
+    dropin = os.path.join(rootfs, "etc/systemd/system/ssh.service.d")
+    os.makedirs(dropin, exist_ok=True)
+    with open(os.path.join(dropin, "aiops-lab.conf"), "w") as fh:
+        fh.write(SSH_UNIT_DROPIN)
