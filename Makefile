@@ -13,6 +13,8 @@ HOSTS ?= 2
 APT_PACKAGES := podman runc debootstrap uidmap slirp4netns iproute2 git make python3-venv shellcheck \
                 prometheus prometheus-node-exporter haproxy socat
 STAGE := $(ROOT)/tools/stage.sh
+# where tools/artifact_check.sh installs the built artifact (outside the checkout)
+ARTIFACT_COLLECTIONS := $(or $(TMPDIR),/tmp)/aiops-artifact-check/collections
 
 .PHONY: help setup system-packages venv collection-link lab lab-image lab-up lab-services lab-down lab-triton-image \
         wheelhouse models publish-models site test unit lint sanity artifact test-installed test-fleet integration molecule ee test-ee bench clean
@@ -105,7 +107,8 @@ test: setup lab-services publish-models
 	$(STAGE) sanity        tools/sanity.sh
 	$(STAGE) artifact      tools/artifact_check.sh
 	$(STAGE) integration   env AIOPS_MODEL_BUILD=$(ROOT)/build pytest -q -p no:cacheprovider -m integration tests
-	$(STAGE) molecule      $(MAKE) --no-print-directory molecule
+	# molecule/lb converges and runs every operation through the collection the artifact stage installed
+	$(STAGE) molecule      env AIOPS_LB_COLLECTIONS_PATH=$(ARTIFACT_COLLECTIONS) $(MAKE) --no-print-directory molecule
 	$(STAGE) lab-smoke     tools/lab_smoke.sh
 	echo "ALL STAGES PASSED"
 

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 
 import numpy as np
@@ -66,3 +67,20 @@ def publish_broken_anomaly(workdir, version=3):
                     "--bucket", "aiops-models", "--prefix", "models", "--endpoint-url", os.environ["AIOPS_LAB_S3_ENDPOINT"],
                     "--model", "anomaly_detector", "--version", str(version), "--force"], check=True, capture_output=True)
     return [case["name"] for case in cases["cases"]]
+
+
+def health_ready(ip):
+    """HTTP status of Triton's /v2/health/ready (what a load balancer probes)."""
+    try:
+        with urllib.request.urlopen("http://%s:8000/v2/health/ready" % ip, timeout=10) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def candidates(ip):
+    """Names in the repository index that are staging candidates (none may be left after a rollout)."""
+    request = urllib.request.Request("http://%s:8000/v2/repository/index" % ip, data=b"{}", method="POST",
+                                     headers={"triton-admin-key": os.environ["AIOPS_LAB_TRITON_API_KEY"]})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return sorted(set(e["name"] for e in json.load(response) if e["name"].endswith("__candidate")))

@@ -98,6 +98,22 @@ def rolled_back_for_golden_cases(log, host, model, version, case_names):
             % (host, model, version, sorted(case_names), lines[-1] if lines else "none"))
 
 
+_BREACH = re.compile(r"bake: (?P<model>\S+) (?P<metric>\S+) (?P<value>[0-9.]+) on (?P<where>.+?) [<>] "
+                     r"(?:limit|minimum) (?P<limit>[0-9.]+)")
+
+
+def bake_breach(line, model):
+    """The bake breach for model that a summary line gives as its reason ({metric, value, limit, where}), or None.
+
+    The breach sentence is the bake's own (plugins/module_utils/rollout_bake.py breach_message): "bake:
+    <model> <metric> <value> on <group> (<hosts>) > limit <limit>"."""
+    for match in _BREACH.finditer(line or ""):
+        if match.group("model") == model:
+            return {"metric": match.group("metric"), "value": float(match.group("value")),
+                    "limit": float(match.group("limit")), "where": match.group("where")}
+    return None
+
+
 # -- what an unprivileged user sees --------------------------------------------------------------
 def nobody_sees(views, secret):
     """Which of an unprivileged user's views (name -> text) hold the secret: [] when none does."""

@@ -1,16 +1,22 @@
 """Rolling host operations behind the lab's HAProxy while clients send every request through it.
 
-First a site.yml that changes nothing (no host drained, none restarted, changed=0, timed), then four
-operations, each with ansible-playbook against the scenario's own inventory plus an overlay of its
+First a site.yml that changes nothing (no host drained, none restarted, changed=0, timed), then the
+operations below, each with ansible-playbook against the scenario's own inventory plus an overlay of its
 group_vars (nothing under git changes), each under live load through HAProxy (real tritonclient, gRPC
 and HTTP, concurrent clients, every request counted), with HAProxy's runtime API sampled throughout:
   a. a Triton flag change (triton_server_log_verbose: 1) applied with site.yml: every host restarts
      (MainPID changes), 0 failed requests, hosts out of traffic only ever within one batch of the plan;
   b. playbooks/reboot.yml over every host: every host rebooted (its boot id changes), 0 failed requests,
      one batch out of traffic at a time;
-  c. a model rollout with playbooks/model_upgrade.yml (anomaly_detector 1 -> 2): 0 failed requests;
-     then a broken anomaly_detector 3 (loads, fails its golden cases): the canary rolls back to 2 for
-     those cases, wave_1 never fetches 3, every host serves [2], 0 failed requests;
+  c. the failure sequence of issue 21 with playbooks/model_upgrade.yml, one run each, on the same hosts:
+     anomaly_detector 1 -> 2 (good, every host); 3 (corrupt model.onnx: fails to load as the candidate);
+     4 (version 1's graph under version 2's golden cases: loads, fails them; two failures in a row);
+     5 (good again, every host); alert_classifier 2 (its golden cases pass, but it is slow on requests of
+     more texts than any golden case holds, as the live clients send): the canary's bake on its own
+     /metrics against wave_1's sees the latency and rolls it back. After every failed step: the canary
+     rolled back, wave_1 never fetched the version, every host serves the last verified version with
+     /v2/health/ready 200 and no candidate left, and no client was answered by a version that failed its
+     checks (every anomaly_detector answer is compared with what the answering version's graph gives);
   d. a server change that breaks Triton (an invalid extra argument) with playbooks/triton_server.yml: the
      canary stays drained, the run stops before the next batch (the other hosts keep their MainPID and
      their unit), the summary names the canary, 0 failed requests;
@@ -38,8 +44,9 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")
 SCENARIO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "molecule"))
 sys.path.insert(0, os.path.join(ROOT, ".collection"))
+import model_variants  # noqa: E402  (molecule/model_variants.py)
 import scenario_checks  # noqa: E402  (molecule/scenario_checks.py)
-from lab_hosts import host_ip, main_pid, on_disk, podman, publish_broken_anomaly, serving  # noqa: E402
+from lab_hosts import candidates, health_ready, host_ip, main_pid, on_disk, podman, serving  # noqa: E402
 from ansible_collections.aiops.triton.plugins.filter.haproxy import haproxy_server_state  # noqa: E402
 
 HOSTS = ["roll-1", "roll-2", "roll-3", "roll-4"]
@@ -51,6 +58,16 @@ ADMIN_SOCKET = "/run/haproxy/admin.sock"
 ALERTS = ["Pod memory usage exceeds 90% threshold", "Network latency P99 increased to 5000ms",
           "Disk space on /dev/sda1 is 95% full"]
 BAD_ARG = "--no-such-flag=1"
+# The failure sequence, one model_upgrade.yml run each, in this order on the same hosts (issue 21):
+# (step, version, kind); the canary gets each first, wave_1 only a good one.
+SEQUENCE = [("c_model_rollout", 2, "good"), ("c_corrupt_model", 3, "corrupt"), ("c_regressed_model", 4, "regressed"),
+            ("c_good_again", 5, "good"), ("c_slow_on_live_traffic", 2, "slow")]
+SEQUENCE_MODEL = {"good": "anomaly_detector", "corrupt": "anomaly_detector", "regressed": "anomaly_detector",
+                  "slow": "alert_classifier"}
+# anomaly_detector version -> the build version whose graph it carries (5 is 2's files again)
+GOOD_ANOMALY = {1: 1, 2: 2, 5: 2}
+# the slow alert_classifier's extra time per live request: far above the bake's latency ratio on a 2-core machine
+SLOW_SECONDS = 0.25
 
 
 def boot_id(host):
@@ -63,47 +80,66 @@ def unit_has(host, text):
 
 
 # -- load through the load balancer ---------------------------------------------------------------
-def _client_loop(url, protocol, stop, counts):
-    """Alternate anomaly_detector and alert_classifier requests until told to stop; count each outcome."""
+def _client_loop(url, protocol, stop, counts, table, texts, labels):
+    """Alternate anomaly_detector and alert_classifier requests until told to stop; count each outcome.
+
+    Every anomaly_detector answer is compared with what the version that answered (the response's
+    model_version) must give for that window (model_variants.ExpectedAnswers); the versions that answered
+    each model are counted."""
     if protocol == "grpc":
         import tritonclient.grpc as tc
         client = tc.InferenceServerClient(url)
     else:
         import tritonclient.http as tc
         client = tc.InferenceServerClient(url, connection_timeout=10, network_timeout=30)
-    rng = np.random.default_rng(11)
-    ok = failed = 0
-    errors = []
+    ok = failed = sent = wrong = 0
+    errors, wrong_examples = [], []
+    versions = {"anomaly_detector": {}, "alert_classifier": {}}
+    batch = np.array([[t.encode()] for t in texts], dtype=object)
     while not stop.is_set():
         for model in ("anomaly_detector", "alert_classifier"):
             try:
                 if model == "anomaly_detector":
+                    index = sent % len(table["windows"])
                     window = tc.InferInput("metrics_input", [4, 60, 20], "FP32")
-                    window.set_data_from_numpy(rng.normal(size=(4, 60, 20)).astype(np.float32))
-                    scores = client.infer(model, [window]).as_numpy("anomaly_score")
-                    assert scores.shape == (4, 1) and np.all((scores >= 0) & (scores <= 1)), scores
+                    window.set_data_from_numpy(table["windows"][index])
+                    result = client.infer(model, [window])
+                    answer = result.as_numpy("anomaly_score")
                 else:
-                    texts = tc.InferInput("alert_text", [3, 1], "BYTES")
-                    texts.set_data_from_numpy(np.array([[t.encode()] for t in ALERTS], dtype=object))
-                    labels = client.infer(model, [texts]).as_numpy("class_label")
-                    assert [x[0].decode() for x in labels] == ["memory", "network", "disk"], labels
+                    text_input = tc.InferInput("alert_text", list(batch.shape), "BYTES")
+                    text_input.set_data_from_numpy(batch)
+                    result = client.infer(model, [text_input])
+                    answer = [x[0].decode() for x in result.as_numpy("class_label")]
+                response = result.get_response()
+                version = str(response["model_version"] if isinstance(response, dict) else response.model_version)
+                versions[model][version] = versions[model].get(version, 0) + 1
+                problem = (model_variants.answer_problem(table, index, version, answer) if model == "anomaly_detector"
+                           else (None if answer == labels else "version %s labelled %s, not %s" % (version, answer, labels)))
+                if problem:  # an answer, but not the one the version that gave it must give
+                    wrong += 1
+                    if len(wrong_examples) < 5:
+                        wrong_examples.append("%s %s: %s" % (protocol, model, problem))
                 ok += 1
             except Exception as exc:  # every failure is counted and kept, never hidden
                 failed += 1
                 if len(errors) < 5:
                     errors.append("%s %s: %s" % (protocol, model, str(exc)[:300]))
+            sent += 1
         time.sleep(0.1)  # a steady stream, not a CPU hog: Ansible, 4 Triton hosts and HAProxy share 2 cores
-    counts.put({"protocol": protocol, "ok": ok, "failed": failed, "errors": errors})
+    counts.put({"protocol": protocol, "ok": ok, "failed": failed, "errors": errors, "versions": versions,
+                "wrong": wrong, "wrong_examples": wrong_examples})
 
 
 class Load(object):
     """Two gRPC and two HTTP clients, each its own process, all through HAProxy."""
 
-    def __init__(self, lb_ip):
+    def __init__(self, lb_ip, table):
         self.stop = multiprocessing.Event()
         self.counts = multiprocessing.Queue()
+        texts, labels = model_variants.classifier_live_batch()
         targets = [("%s:8001" % lb_ip, "grpc"), ("%s:8000" % lb_ip, "http")] * 2
-        self.procs = [multiprocessing.Process(target=_client_loop, args=(url, proto, self.stop, self.counts))
+        self.procs = [multiprocessing.Process(target=_client_loop,
+                                              args=(url, proto, self.stop, self.counts, table, texts, labels))
                       for url, proto in targets]
 
     def __enter__(self):
@@ -173,12 +209,16 @@ class Sampler(object):
 
 
 # -- inventory overlay and runs ------------------------------------------------------------------
-def overlay(inventory, workdir, servers_extra=None, pins=None):
+def overlay(inventory, workdir, servers_extra=None, pins=None, addresses=None):
     """The scenario's inventory, on the lab's pipelining nsenter transport, with extra triton_servers vars
-    (a file after the linked ones) and replaced group pins (pins = {group: [model entries]})."""
+    (a file after the linked ones), replaced group pins (pins = {group: [model entries]}) and each host's
+    bridge address (aiops_lab_address: the bake reads /metrics there)."""
     dest = os.path.join(workdir, "rolling_inventory")  # not "inventory": that is molecule's own
     shutil.rmtree(dest, ignore_errors=True)
     os.makedirs(os.path.join(dest, "group_vars", "triton_servers"))
+    if addresses:
+        with open(os.path.join(dest, "zz_addresses.yml"), "w") as handle:
+            yaml.safe_dump({"all": {"hosts": dict((h, {"aiops_lab_address": ip}) for h, ip in addresses.items())}}, handle)
     for name in os.listdir(os.path.dirname(inventory)):  # molecule's hosts and the linked rollout groups
         if name == "host_vars":  # every host on the lab's transport already (molecule.yml links them)
             os.symlink(os.path.realpath(os.path.join(os.path.dirname(inventory), name)), os.path.join(dest, name))
@@ -207,15 +247,25 @@ def overlay(inventory, workdir, servers_extra=None, pins=None):
     return dest
 
 
-def play(inventory_dir, log, playbook, *extra):
+def play(inventory_dir, log, playbook, *extra, **env_extra):
+    """ansible-playbook over the scenario's hosts. With AIOPS_LB_COLLECTIONS_PATH (make test: the installed
+    artifact) the playbook is the installed collection's, by FQCN, from a directory outside the checkout and
+    with only that collection path: a file the artifact lacks fails the step."""
     env = dict(os.environ, **scenario_checks.ROLLOUT_ENV)
     # molecule's ANSIBLE_CONFIG (inherited here) names neither the lab's connection plugin path nor the
     # checkout's fact caching and forks (ansible.cfg): the runs get them as the lab's own runs do
     plugins = [os.path.join(ROOT, "lab", "plugins", "connection"), os.environ.get("ANSIBLE_CONNECTION_PLUGINS")]
     env.update(ANSIBLE_CONNECTION_PLUGINS=":".join(filter(None, plugins)), ANSIBLE_GATHERING="smart", ANSIBLE_FORKS="20")
+    env.update(env_extra)
+    installed = os.environ.get("AIOPS_LB_COLLECTIONS_PATH")
+    if installed:
+        target, cwd = "aiops.triton." + os.path.splitext(os.path.basename(playbook))[0], os.path.dirname(log)
+        env.update(ANSIBLE_COLLECTIONS_PATH=installed)
+    else:
+        target, cwd = os.path.join(ROOT, playbook), ROOT
     proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory_dir,
-                           os.path.join(ROOT, playbook)] + list(extra),
-                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=1800, check=False)
+                           target] + list(extra),
+                          capture_output=True, text=True, env=env, cwd=cwd, timeout=1800, check=False)
     with open(log, "w") as handle:
         handle.write(proc.stdout + "\n--- stderr ---\n" + proc.stderr)
     return proc
@@ -243,38 +293,49 @@ def main():
     args = parser.parse_args()
     workdir = os.path.dirname(args.results)
     lb_ip = host_ip(LB)
-    results = {"lb": lb_ip, "steps": {}}
+    results = {"lb": lb_ip, "steps": {}, "collections_path": os.environ.get("AIOPS_LB_COLLECTIONS_PATH") or "checkout"}
+    print("playbooks from: %s" % results["collections_path"])
     if args.start_at and os.path.exists(args.results):
         results["steps"] = json.load(open(args.results)).get("steps", {})
-    order = ["no_change_site", "a_flag_change_site", "b_rolling_reboot", "c_model_rollout", "c_broken_model",
-             "d_broken_canary", "e_drain_refused", "f_repair_canary"]
+    order = ["no_change_site", "a_flag_change_site", "b_rolling_reboot"] + [name for name, _v, _k in SEQUENCE] + [
+        "d_broken_canary", "e_drain_refused", "f_repair_canary"]
     skip = set(order[:order.index(args.start_at)]) if args.start_at else set()
+    # what each good anomaly_detector version answers (its own graph run here); a failed one is never added
+    expected = model_variants.ExpectedAnswers()
+    for version, weights in GOOD_ANOMALY.items():
+        expected.add(version, weights)
+    table = expected.table()
+    addresses = dict((h, host_ip(h)) for h in HOSTS)
 
-    def step(name, playbook, expect_ok, batch_rule=True, extra=(), **inventory):
-        inv = overlay(args.inventory, workdir, **inventory)
+    def step(name, playbook, expect_ok, batch_rule=True, extra=(), env=None, **inventory):
+        inv = overlay(args.inventory, workdir, addresses=addresses, **inventory)
         before = {"pid": dict((h, main_pid(h)) for h in HOSTS), "boot": dict((h, boot_id(h)) for h in HOSTS)}
         start = time.time()
         sampler = Sampler()
-        with Load(lb_ip) as load:
-            proc = play(inv, os.path.join(workdir, "%s.log" % name), playbook, *extra)
+        with Load(lb_ip, table) as load:
+            proc = play(inv, os.path.join(workdir, "%s.log" % name), playbook, *extra, **(env or {}))
         samples = sampler.close()
         after = {"pid": dict((h, main_pid(h)) for h in HOSTS), "boot": dict((h, boot_id(h)) for h in HOSTS)}
         counts = load.result
         out_sets, broken = Sampler.out_sets(samples)
         entry = {"rc": proc.returncode, "seconds": round(time.time() - start, 1), "clients": counts,
                  "answered": sum(c["ok"] for c in counts), "failed": sum(c["failed"] for c in counts),
+                 "wrong": sum(c["wrong"] for c in counts), "answered_by": answered_by(counts),
                  "before": before, "after": after, "samples": len(samples), "unanswered_samples": sampler.unanswered, "out_of_traffic": out_sets,
                  "max_out": max([len(s) for s in out_sets] or [0]), "batch_rule_broken": broken[:5],
                  "last_states": samples[-1][1] if samples else {},
                  "summary": [line for h in HOSTS for line in scenario_checks.summary_lines(proc.stdout, h)]}
         results["steps"][name] = entry
-        print("%s: rc=%s, %d requests answered, %d failed, %.0f s, out of traffic: %s" % (
-            name, proc.returncode, entry["answered"], entry["failed"], entry["seconds"], out_sets))
+        print("%s: rc=%s, %d requests answered, %d failed, %d wrong, %.0f s, answered by %s, out of traffic: %s" % (
+            name, proc.returncode, entry["answered"], entry["failed"], entry["wrong"], entry["seconds"],
+            entry["answered_by"], out_sets))
         log = "%s/%s.log" % (workdir, name)
         check((proc.returncode == 0) == expect_ok, "%s: ansible-playbook rc=%s (log %s)" % (name, proc.returncode, log),
               results, args.results)
         check(entry["failed"] == 0, "%s: %d requests failed: %s" % (name, entry["failed"], [c["errors"] for c in counts]),
               results, args.results)
+        check(entry["wrong"] == 0, "%s: %d answers were not the answering version's own: %s"
+              % (name, entry["wrong"], [c["wrong_examples"] for c in counts]), results, args.results)
         check(all(c["ok"] > 0 for c in counts), "%s: a client got no answer at all" % name, results, args.results)
         check(len(samples) >= 10, "%s: HAProxy's runtime API was sampled %d times" % (name, len(samples)), results, args.results)
         if batch_rule:
@@ -290,26 +351,45 @@ def main():
         flag_change(step, results, args, flag)
     if "b_rolling_reboot" not in skip:
         reboot(step, results, args, flag)
-    v2 = [{"name": "anomaly_detector", "versions": [2]}, {"name": "alert_classifier", "versions": [1]}]
-    pins_v2 = {"triton_canary": v2, "triton_wave_1": v2}
-    if "c_model_rollout" not in skip:
-        model_rollout(step, results, args, flag, pins_v2)
-    if "c_broken_model" not in skip:
-        broken_model(step, results, args, flag, v2)
+    pins = {"anomaly_detector": 1, "alert_classifier": 1}  # what the converge left serving
+    for name, version, kind in SEQUENCE:
+        if name not in skip:
+            model_step(step, results, args, flag, name, dict(pins), version, kind)
+        if kind == "good":  # the version every host serves from here on
+            pins[SEQUENCE_MODEL[kind]] = version
+    now = pin_lists(pins)
     broken = dict(flag, triton_server_extra_args=[BAD_ARG])
     if "d_broken_canary" not in skip:
-        broken_canary(step, results, args, broken, pins_v2)
+        broken_canary(step, results, args, broken, now)
     if "e_drain_refused" not in skip:
-        hardware_work(step, results, args, broken, pins_v2)
-    repair(step, results, args, flag, pins_v2)
+        hardware_work(step, results, args, broken, now)
+    repair(step, results, args, flag, now)
 
     json.dump(results, open(args.results, "w"), indent=2)
-    print("LB OK: %d requests answered through HAProxy during the operations, 0 failed"
+    print("LB OK: %d requests answered through HAProxy during the operations, 0 failed, 0 wrong"
           % sum(s["answered"] for s in results["steps"].values()))
 
 
+def answered_by(counts):
+    """{model: {version: answers}} over every client."""
+    total = {}
+    for count in counts:
+        for model, versions in count["versions"].items():
+            for version, n in versions.items():
+                total.setdefault(model, {})[version] = total.setdefault(model, {}).get(version, 0) + n
+    return total
+
+
+def pin_lists(pins):
+    entries = [{"name": m, "versions": [v]} for m, v in sorted(pins.items(), key=lambda kv: kv[0] != "anomaly_detector")]
+    return {"triton_canary": entries, "triton_wave_1": entries}
+
+
 def no_change(step, results, args):
-    entry, proc = step("no_change_site", "site.yml", True)
+    # Interpreter discovery (/usr/bin/python3.11) where the converge had molecule's interpreter_python
+    # (/usr/bin/python3): the same interpreter, so nothing may be reinstalled (the venv stamps once named the
+    # fact-gathering path and this run reinstalled both venvs and restarted Triton everywhere).
+    entry, proc = step("no_change_site", "site.yml", True, env={"ANSIBLE_PYTHON_INTERPRETER": "auto_silent"})
     changed = recap_changed(proc.stdout)
     entry["changed"] = changed
     check(all(changed.get(h) == 0 for h in HOSTS + [LB]), "no-change site.yml changed something: %s" % changed,
@@ -336,30 +416,75 @@ def reboot(step, results, args, flag):
           "b: Triton did not start again everywhere", results, args.results)
 
 
-def model_rollout(step, results, args, flag, pins_v2):
-    entry, _proc = step("c_model_rollout", "playbooks/model_upgrade.yml", True, batch_rule=False,
-                        servers_extra=flag, pins=pins_v2)
-    check(entry["before"]["pid"] == entry["after"]["pid"], "c: a model rollout restarted Triton", results, args.results)
+def serving_state():
+    """Per host: READY versions of both models, /v2/health/ready, candidates in the index."""
+    state = {}
+    for h in HOSTS:
+        ip = host_ip(h)
+        ready = serving(ip)
+        state[h] = {"anomaly_detector": ready["anomaly_detector"], "alert_classifier": ready["alert_classifier"],
+                    "health_ready": health_ready(ip), "candidates": candidates(ip)}
+    return state
 
 
-def broken_model(step, results, args, flag, v2):
-    """A retrained version that loads but fails its golden cases stops at the canary behind the balancer."""
-    cases = publish_broken_anomaly(os.path.dirname(args.results), 3)
-    v3 = [dict(e, versions=[3]) if e["name"] == "anomaly_detector" else e for e in v2]
-    entry, proc = step("c_broken_model", "playbooks/model_upgrade.yml", False, batch_rule=False,
-                       servers_extra=flag, pins={"triton_canary": v3, "triton_wave_1": v3})
+def model_step(step, results, args, flag, name, pins, version, kind):
+    """One step of the failure sequence: publish the version, roll it out under load, check every host.
+
+    good: every host serves it. corrupt / regressed / slow: the canary alone tried it and was rolled back,
+    wave_1 never fetched it, every host serves the last verified version, /v2/health/ready is 200 on every
+    host, no candidate is left, and no client was ever answered by it (the driver's clients check each
+    answer against the answering version's own)."""
+    model = SEQUENCE_MODEL[kind]
+    workdir = os.path.dirname(args.results)
+    before = dict(pins)
+    if kind == "slow":
+        model_variants.publish_slow_classifier(workdir, version, SLOW_SECONDS)
+        cases = []
+    elif version > 2:
+        cases, _weights = model_variants.publish_anomaly(workdir, version, kind)
+    else:
+        cases = []  # a version of the build, published by make publish-models
+    pins[model] = version
+    ok = kind == "good"
+    entry, proc = step(name, "playbooks/model_upgrade.yml", ok, batch_rule=False, servers_extra=flag,
+                       pins=pin_lists(pins))
     out = proc.stdout + proc.stderr
-    entry["broken_cases"] = cases
-    entry["golden_cases_failed"] = scenario_checks.golden_case_failures(out, "roll-1", "anomaly_detector", 3)
-    entry["serving"] = dict((h, serving(host_ip(h))["anomaly_detector"]) for h in HOSTS)
-    entry["wave_1_on_disk"] = dict((h, on_disk(h, "anomaly_detector")) for h in HOSTS[1:])
-    check(entry["before"]["pid"] == entry["after"]["pid"], "c: the broken model restarted Triton", results, args.results)
-    check(all(v == [2] for v in entry["serving"].values()), "c: after broken v3: %s" % entry["serving"],
+    entry["hosts"] = serving_state()
+    entry["wave_1_on_disk"] = dict((h, on_disk(h, model)) for h in HOSTS[1:])
+    entry["canary_on_disk"] = on_disk("roll-1", model)
+    served = version if ok else before[model]
+    check(entry["before"]["pid"] == entry["after"]["pid"], "%s: a model rollout restarted Triton" % name, results, args.results)
+    check(all(s[model] == [served] for s in entry["hosts"].values()),
+          "%s: every host must serve %s %s: %s" % (name, model, served, entry["hosts"]), results, args.results)
+    check(all(s["health_ready"] == 200 and not s["candidates"] for s in entry["hosts"].values()),
+          "%s: readiness / candidates: %s" % (name, entry["hosts"]), results, args.results)
+    if ok:
+        return
+    check(str(version) not in entry["answered_by"].get(model, {}) or kind == "slow",
+          "%s: clients were answered by the failed %s %s: %s" % (name, model, version, entry["answered_by"]),
           results, args.results)
-    why = scenario_checks.rolled_back_for_golden_cases(out, "roll-1", "anomaly_detector", 3, cases)
-    check(why is None, "c: broken v3: %s" % why, results, args.results)
-    check(all(3 not in v for v in entry["wave_1_on_disk"].values()),
-          "c: wave_1 was touched by the broken rollout: %s" % entry["wave_1_on_disk"], results, args.results)
+    check(all(version not in v for v in entry["wave_1_on_disk"].values()),
+          "%s: wave_1 fetched the failed version: %s" % (name, entry["wave_1_on_disk"]), results, args.results)
+    check(before[model] in entry["canary_on_disk"],
+          "%s: the canary lost its rollback target %s: on disk %s" % (name, before[model], entry["canary_on_disk"]),
+          results, args.results)
+    lines = [line for line in entry["summary"] if line.startswith("roll-1 [triton_canary]: rolled back")]
+    entry["canary_summary"] = lines[-1] if lines else None
+    check(bool(lines), "%s: the canary's summary does not say rolled back: %s" % (name, entry["summary"]), results, args.results)
+    if kind == "regressed":
+        entry["golden_cases_failed"] = scenario_checks.golden_case_failures(out, "roll-1", model, version)
+        why = scenario_checks.rolled_back_for_golden_cases(out, "roll-1", model, version, cases)
+        check(why is None, "%s: %s" % (name, why), results, args.results)
+    elif kind == "corrupt":
+        check("failed at load as a candidate" in lines[-1], "%s: not refused at load: %s" % (name, lines[-1]),
+              results, args.results)
+    else:
+        entry["bake_breach"] = scenario_checks.bake_breach(lines[-1], model)
+        check(entry["bake_breach"] is not None and entry["bake_breach"]["metric"] == "mean_latency_ratio",
+              "%s: the canary was not baked out for %s's latency: %s" % (name, model, lines[-1]), results, args.results)
+        check(entry["answered_by"].get(model, {}).get(str(version), 0) > 0,
+              "%s: the slow version never served live traffic on the canary: %s" % (name, entry["answered_by"]),
+              results, args.results)
 
 
 def broken_canary(step, results, args, broken, pins_v2):

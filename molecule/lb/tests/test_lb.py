@@ -12,7 +12,10 @@ import pytest
 
 RESULTS = os.path.join(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", ""), "lb_results.json")
 HOSTS = ["roll-1", "roll-2", "roll-3", "roll-4"]
-STEPS = ["no_change_site", "a_flag_change_site", "b_rolling_reboot", "c_model_rollout", "c_broken_model",
+SEQUENCE = ["c_model_rollout", "c_corrupt_model", "c_regressed_model", "c_good_again", "c_slow_on_live_traffic"]
+FAILED = {"c_corrupt_model": ("anomaly_detector", 3, 2), "c_regressed_model": ("anomaly_detector", 4, 2),
+          "c_slow_on_live_traffic": ("alert_classifier", 2, 1)}
+STEPS = ["no_change_site", "a_flag_change_site", "b_rolling_reboot"] + SEQUENCE + [
          "d_broken_canary", "e_drain_refused", "e_drain_one", "e_undrain_one", "f_repair_canary", "f_undrain_canary"]
 
 
@@ -26,6 +29,8 @@ def results():
 def test_no_request_through_the_load_balancer_failed(results, step):
     entry = results["steps"][step]
     assert entry["failed"] == 0, [c["errors"] for c in entry["clients"]]
+    # every answer is the one the version that gave it must give
+    assert entry["wrong"] == 0, [c["wrong_examples"] for c in entry["clients"]]
     assert all(c["ok"] > 0 for c in entry["clients"])
     assert {c["protocol"] for c in entry["clients"]} == {"grpc", "http"}
 
@@ -62,13 +67,54 @@ def test_the_model_rollout_restarted_nothing(results):
     assert entry["rc"] == 0 and entry["before"]["pid"] == entry["after"]["pid"]
 
 
-def test_a_broken_model_version_stops_at_the_canary(results):
-    entry = results["steps"]["c_broken_model"]
-    assert entry["rc"] != 0 and entry["before"]["pid"] == entry["after"]["pid"]
-    assert all(v == [2] for v in entry["serving"].values()), entry["serving"]
-    assert all(3 not in v for v in entry["wave_1_on_disk"].values()), entry["wave_1_on_disk"]
-    # rolled back for v3's own golden cases, not for a failure at sync or load
-    assert entry["golden_cases_failed"] and set(entry["golden_cases_failed"]) <= set(entry["broken_cases"])
+@pytest.mark.parametrize("step", SEQUENCE)
+def test_after_every_step_of_the_failure_sequence_every_host_serves_the_last_verified_version(results, step):
+    entry = results["steps"][step]
+    model, version, target = FAILED.get(step, ("anomaly_detector", None, None))
+    assert entry["before"]["pid"] == entry["after"]["pid"], "a model rollout restarted Triton"
+    for host, state in entry["hosts"].items():
+        assert state["health_ready"] == 200 and state["candidates"] == [], (host, state)
+        if version is None:
+            assert state[model] == [entry["hosts"]["roll-1"][model][0]], entry["hosts"]
+        else:
+            assert state[model] == [target], (host, state)
+
+
+@pytest.mark.parametrize("step", sorted(FAILED))
+def test_a_failed_version_stops_at_the_canary_and_never_reaches_wave_1(results, step):
+    entry = results["steps"][step]
+    model, version, target = FAILED[step]
+    assert entry["rc"] != 0
+    assert all(version not in v for v in entry["wave_1_on_disk"].values()), entry["wave_1_on_disk"]
+    assert target in entry["canary_on_disk"], "the rollback target stays on the canary's disk"
+    assert entry["canary_summary"].startswith("roll-1 [triton_canary]: rolled back")
+
+
+@pytest.mark.parametrize("step", ["c_corrupt_model", "c_regressed_model"])
+def test_no_client_was_answered_by_a_version_that_failed_its_checks(results, step):
+    model, version, _target = FAILED[step]
+    assert str(version) not in results["steps"][step]["answered_by"][model]
+
+
+def test_two_failures_in_a_row_roll_back_to_the_last_verified_version(results):
+    """The corrupt 3, then the regressed 4 (issue 21's case): the canary serves 2, never 3, after both."""
+    regressed = results["steps"]["c_regressed_model"]
+    assert regressed["hosts"]["roll-1"]["anomaly_detector"] == [2]
+    assert 3 not in regressed["canary_on_disk"], "retention keeps the verified 2, not the failed 3"
+    # rolled back for its own golden cases (v2's, which v1's graph fails), not for a failure at sync or load
+    assert regressed["golden_cases_failed"]
+
+
+def test_a_version_slow_only_on_live_traffic_is_baked_out_on_the_canary(results):
+    entry = results["steps"]["c_slow_on_live_traffic"]
+    assert entry["bake_breach"]["metric"] == "mean_latency_ratio"
+    assert entry["bake_breach"]["value"] > entry["bake_breach"]["limit"]
+    assert entry["answered_by"]["alert_classifier"].get("2", 0) > 0, "the canary served it to live traffic"
+
+
+def test_good_versions_reach_every_host(results):
+    assert all(s["anomaly_detector"] == [2] for s in results["steps"]["c_model_rollout"]["hosts"].values())
+    assert all(s["anomaly_detector"] == [5] for s in results["steps"]["c_good_again"]["hosts"].values())
 
 
 def test_the_fixed_canary_is_set_up_then_put_back_only_by_undrain(results):
@@ -92,3 +138,13 @@ def test_drain_refuses_to_empty_a_rollout_group_then_drains_and_undrains_one_hos
     assert refused["rc"] != 0 and all(refused["last_states"][h] == "up" for h in HOSTS[1:])
     assert drained["rc"] == 0 and drained["last_states"]["roll-2"] == "drained"
     assert back["rc"] == 0 and back["last_states"]["roll-2"] == "up"
+
+
+def test_the_operations_ran_through_the_collection_make_test_installed(results):
+    """make test's artifact stage installs the built artifact; every step here ran its playbooks from there."""
+    installed = os.environ.get("AIOPS_LB_COLLECTIONS_PATH")
+    if not installed:
+        assert results["collections_path"] == "checkout"
+        return
+    assert results["collections_path"] == installed
+    assert os.path.isfile(os.path.join(installed, "ansible_collections", "aiops", "triton", "MANIFEST.json"))

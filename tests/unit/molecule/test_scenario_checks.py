@@ -131,3 +131,28 @@ def test_nobody_sees_names_every_view_holding_the_secret():
     assert sc.nobody_sees({"ps": "tritonserver --http-restricted-api=model-repository:k=SECRET", "journal": "-- No entries --"},
                           "SECRET") == ["ps"]
     assert sc.nobody_sees({"ps": "sh\nps -eo args", "journal": ""}, "SECRET") == []
+
+
+# -- the bake's reason in a summary line -----------------------------------------------------------------
+BAKE_LINE = ("roll-1 [triton_canary]: rolled back -- bake: alert_classifier mean_latency_ratio 81.2 on triton_canary "
+             "(roll-1) > limit 5 (baseline mean_latency_ms 3.1)")
+
+
+def test_the_bakes_own_breach_sentence_is_read():
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", ".collection"))
+    from ansible_collections.aiops.triton.plugins.module_utils import rollout_bake
+    sentence = rollout_bake.breach_message({"model": "alert_classifier", "metric": "mean_latency_ratio", "value": 81.2,
+                                            "limit": 5, "hosts": ["roll-1"], "baseline": 3.1}, "triton_canary")
+    assert sc.bake_breach("roll-1 [triton_canary]: rolled back -- " + sentence, "alert_classifier") == {
+        "metric": "mean_latency_ratio", "value": 81.2, "limit": 5.0, "where": "triton_canary (roll-1)"}
+
+
+@pytest.mark.parametrize("line", [
+    BAKE_LINE.replace("alert_classifier", "anomaly_detector"),  # another model's breach
+    "roll-1 [triton_canary]: rolled back -- alert_classifier: version 2: golden case 'x' over grpc: wrong",
+    "roll-1 [triton_canary]: rolled back -- the bake could not read metrics",
+    "",
+    None,
+])
+def test_a_rollback_for_anything_but_the_models_bake_breach_is_not_one(line):
+    assert sc.bake_breach(line, "alert_classifier") is None
