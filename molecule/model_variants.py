@@ -119,7 +119,7 @@ class ExpectedAnswers(object):
 
     def __init__(self, windows=8, seed=11):
         rng = np.random.default_rng(seed)
-        self.windows = [rng.normal(size=(4, 60, 20)).astype(np.float32) for _ in range(windows)]
+        self.windows = [rng.normal(size=(4, 60, 20)).astype(np.float32) for _window in range(windows)]
         self.scores = {}  # version -> [scores per window]
 
     def add(self, version, weights_from):

@@ -15,8 +15,8 @@ HOSTS = ["roll-1", "roll-2", "roll-3", "roll-4"]
 SEQUENCE = ["c_model_rollout", "c_corrupt_model", "c_regressed_model", "c_good_again", "c_slow_on_live_traffic"]
 FAILED = {"c_corrupt_model": ("anomaly_detector", 3, 2), "c_regressed_model": ("anomaly_detector", 4, 2),
           "c_slow_on_live_traffic": ("alert_classifier", 2, 1)}
-STEPS = ["no_change_site", "a_flag_change_site", "b_rolling_reboot"] + SEQUENCE + [
-         "d_broken_canary", "e_drain_refused", "e_drain_one", "e_undrain_one", "f_repair_canary", "f_undrain_canary"]
+STEPS = (["no_change_site", "a_flag_change_site", "b_rolling_reboot"] + SEQUENCE
+         + ["d_broken_canary", "e_drain_refused", "e_drain_one", "e_undrain_one", "f_repair_canary", "f_undrain_canary"])
 
 
 @pytest.fixture(scope="module")
