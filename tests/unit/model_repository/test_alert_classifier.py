@@ -48,3 +48,26 @@ def test_refuses_an_artifact_with_untrusted_types(classify, tmp_path):
     sio.dump(make_pipeline(FunctionTransformer(os.system)), path)
     with pytest.raises(ValueError, match="does not trust: posix.system"):
         classify.load(path)
+
+
+def test_direct_path_matches_the_pipeline(classify, artifact):
+    clf = classify.load(artifact)
+    assert clf.direct
+    texts, _labels = alerts.corpus(5, 60)
+    texts += ["zzqx no known words", "Disk space on /dev/sda1 is 95% full"]
+    want = clf.pipeline.predict_proba(texts)
+    np.testing.assert_allclose(clf.predict_proba(texts), want, rtol=0, atol=1e-12)
+    labels, conf = classify.classify(clf, texts[:3], 0.3)
+    want_labels, want_conf = classify.classify(clf.pipeline, texts[:3], 0.3)
+    assert list(labels) == list(want_labels)
+    np.testing.assert_allclose(conf, want_conf, atol=1e-6)
+
+
+def test_unknown_pipeline_shape_uses_the_pipeline(classify):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    pipe = make_pipeline(TfidfVectorizer(), LogisticRegression()).fit(["disk full", "cpu hot", "disk slow", "cpu busy"],
+                                                                       ["disk", "cpu", "disk", "cpu"])
+    clf = classify.Classifier(pipe)
+    assert not clf.direct
+    np.testing.assert_array_equal(clf.predict_proba(["disk"]), pipe.predict_proba(["disk"]))
