@@ -4,7 +4,12 @@ other or with the orchestrator).
 
 The clients are the maintained libraries a user of each server would use: Triton's own
 ``tritonclient`` (HTTP with binary tensors, and gRPC) for Triton, stdlib ``http.client``
-keep-alive connections for the FastAPI baseline.  Why not a load tool: perf_analyzer is not
+keep-alive connections for the FastAPI baseline; and, so that both servers can be timed with the
+same client, that same ``http.client`` code against Triton's HTTP endpoint (``client:
+"http.client"``: prebuilt binary-tensor bodies as the FastAPI bodies are prebuilt, the JSON
+header of the answer parsed as FastAPI's JSON answer is). tritonclient costs its caller about
+200 us of CPU per request over gRPC and 160 us over HTTP against 90-120 us for http.client
+(profile in docs/benchmarks.md), which a closed-loop client pays in its latency.  Why not a load tool: perf_analyzer is not
 installable here, locust records latencies in whole milliseconds (these models answer in
 well under one), and wrk/hey have no gRPC and cannot time the two dependent calls the FastAPI
 pipeline makes as one request.
@@ -78,6 +83,49 @@ def _triton_client(target, windows, texts):
     return call
 
 
+def _triton_http_body(model, window, text):
+    """Triton's HTTP/REST request with binary tensors (its binary-data extension), prebuilt as bytes."""
+    inputs, blobs = [], []
+    if model in ("anomaly_detector", "ops_pipeline"):
+        data = np.ascontiguousarray(window[None, ...], dtype=np.float32).tobytes()
+        inputs.append({"name": "metrics_input", "shape": [1, 60, 20], "datatype": "FP32",
+                       "parameters": {"binary_data_size": len(data)}})
+        blobs.append(data)
+    if model in ("alert_classifier", "ops_pipeline"):
+        raw = text.encode("utf-8")
+        data = len(raw).to_bytes(4, "little") + raw
+        inputs.append({"name": "alert_text", "shape": [1, 1], "datatype": "BYTES",
+                       "parameters": {"binary_data_size": len(data)}})
+        blobs.append(data)
+    header = json.dumps({"inputs": inputs, "outputs": [{"name": n, "parameters": {"binary_data": True}}
+                                                       for n in _OUTPUTS[model]]}).encode()
+    return len(header), header + b"".join(blobs)
+
+
+def _triton_plain_http_client(target, windows, texts):
+    """The FastAPI side's own client (stdlib http.client keep-alive, prebuilt bodies) against Triton's HTTP."""
+    host, port = target["url"].rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    model = target["model"]
+    path = "/v2/models/%s/infer" % model
+    bodies = [_triton_http_body(model, windows[i % len(windows)], texts[i % len(texts)]) for i in range(len(windows))]
+    first = _OUTPUTS[model][0]
+
+    def call(i):
+        header_len, body = bodies[i % len(bodies)]
+        conn.request("POST", path, body=body, headers={"Inference-Header-Content-Length": str(header_len),
+                                                       "Content-Type": "application/octet-stream"})
+        resp = conn.getresponse()
+        data = resp.read()
+        if resp.status != 200:
+            raise RuntimeError("HTTP %s: %s" % (resp.status, data[:200]))
+        size = resp.getheader("Inference-Header-Content-Length")
+        answer = json.loads(data[:int(size)] if size else data)
+        if not any(o.get("name") == first for o in answer.get("outputs", ())):
+            raise RuntimeError("no %s in the answer" % first)
+    return call
+
+
 def _fastapi_client(target, windows, texts):
     conn = http.client.HTTPConnection(target["host"], target["port"], timeout=30)
     binary = target["encoding"] == "npy"
@@ -112,7 +160,9 @@ def _fastapi_client(target, windows, texts):
 
 
 def make_client(target, windows, texts):
-    return (_triton_client if target["kind"] == "triton" else _fastapi_client)(target, windows, texts)
+    if target["kind"] == "triton":
+        return (_triton_plain_http_client if target.get("client") == "http.client" else _triton_client)(target, windows, texts)
+    return _fastapi_client(target, windows, texts)
 
 
 # -- one generator process --------------------------------------------------------------------
