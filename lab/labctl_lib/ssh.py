@@ -83,8 +83,9 @@ def authorize(names):
         if not address:
             raise common.LabError("%s has no address on the %s network" % (name, common.NETWORK))
         if not has_sshd(name):
-            raise common.LabError("%s has no sshd: it was created from a lab image older than lab/image.packages "
-                                  "(make lab-image, then recreate it: make lab-down lab-up)" % name)
+            raise common.LabError("%s has no sshd: it was created from a lab image older than lab/image.packages; "
+                                  "recreate it from the current one (make lab-image; the lab's hosts: make lab-down "
+                                  "lab-up; a molecule scenario's: molecule destroy, create)" % name)
         common.podman("exec", name, "sh", "-c", INSTALL_KEY, "sh", public)
         wait_sshd(name)
         host_key = common.podman("exec", name, "cat", HOST_KEY).stdout.split()
