@@ -17,7 +17,7 @@ STAGE := $(ROOT)/tools/stage.sh
 ARTIFACT_COLLECTIONS := $(or $(TMPDIR),/tmp)/aiops-artifact-check/collections
 
 .PHONY: help setup system-packages venv collection-link lab lab-image lab-up lab-services lab-down lab-triton-image \
-        wheelhouse models publish-models site test unit lint sanity artifact test-installed test-fleet integration molecule ee test-ee bench clean
+        wheelhouse models publish-models site test unit lint sanity artifact test-installed test-fleet integration molecule ee test-ee test-ee-lab bench clean
 
 help:
 	@sed -n '2,4p' Makefile
@@ -173,6 +173,12 @@ ee: lab-image
 # The EE as AWX / ansible-navigator run it (tools/ee_check.sh; not a stage of `make test`).
 test-ee: ee
 	EE_IMAGE=$(EE_IMAGE) tools/ee_check.sh
+
+# The same, then the lab's no-change site.yml from inside the EE over SSH (tools/ee_check.sh --lab): the lab
+# converged first through the checkout (lab-up publish-models site: a no-op when `make lab` ran), every host's
+# recap from the EE must say changed=0.
+test-ee-lab: ee lab-up publish-models site
+	EE_IMAGE=$(EE_IMAGE) tools/ee_check.sh --lab
 
 ## --- benchmarks ---------------------------------------------------------------------------------
 # Triton as this collection deploys it vs a FastAPI + uvicorn baseline, and the serving-settings

@@ -7,9 +7,14 @@
 #   3. every playbook of the collection passes --syntax-check by FQCN against a copy of the lab inventory;
 #   4. tests/ee/controller.yml: the controller-side module and filters really run (write, no change, refuse);
 #   5. aiops.triton.verify by FQCN with no Triton hosts: its controller play writes the fleet report.
-# What it does not do: run site.yml against the lab hosts (README, "Execution environment", says why).
+#   --lab  then aiops.triton.site from inside the EE against the converged lab hosts (`make lab` first) over
+#          SSH, as an EE reaches a fleet: the lab key (lab/labctl.py ssh) in each host, their host keys checked
+#          strictly, the EE on the lab network. Every host's PLAY RECAP must say changed=0 unreachable=0
+#          failed=0. The inventory is a copy of inventories/lab with the lab transport swapped for SSH.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+lab=false
+case ${1:-} in --lab) lab=true ;; "") ;; *) echo "usage: $0 [--lab]" >&2; exit 2 ;; esac
 image=${EE_IMAGE:?EE_IMAGE=localhost/aiops-triton-ee:<version> (make test-ee sets it)}
 export PATH=$root/.venv/bin:$PATH
 podman image exists "$image" || { echo "FAIL: no image $image (make ee)"; exit 1; }
@@ -62,3 +67,81 @@ if grep -E 'Unable to parse|No inventory was parsed' "$work/exec.log" "$work/ver
   echo "FAIL: the EE did not read the project's inventory"; exit 1
 fi
 echo "EE $image: collection, dependencies, docs, playbooks and the controller-side plays pass"
+$lab || exit 0
+
+# --- aiops.triton.site from inside the EE against the lab hosts, over SSH ----------------------------------
+inventory=$root/inventories/lab/hosts.yml
+[ -f "$inventory" ] || { echo "FAIL: no lab hosts ($inventory): make lab"; exit 1; }
+# every host of the lab's inventory (lab-N, lab-lb)
+mapfile -t hosts < <(python - "$inventory" <<'EOF'
+import sys
+import yaml
+def walk(group):
+    yield from (group.get("hosts") or {})
+    for child in (group.get("children") or {}).values():
+        yield from walk(child or {})
+print("\n".join(sorted({h for group in yaml.safe_load(open(sys.argv[1])).values() for h in walk(group or {})})))
+EOF
+)
+[ "${#hosts[@]}" -gt 0 ] || { echo "FAIL: no hosts in $inventory"; exit 1; }
+# the lab key into each host, their host keys into known_hosts: {"key", "known_hosts", "hosts": {name: address}}
+ssh_json=$(python "$root/lab/labctl.py" ssh "${hosts[@]}")
+
+project=$work/lab
+mkdir -p "$project/models"
+cp -r "$root/inventories/lab" "$project/inventory"
+# host_vars: each host at its bridge address as labctl reads it now
+mkdir -p "$project/inventory/host_vars"
+ssh_dir=$(python - "$ssh_json" "$project/inventory/host_vars" <<'EOF'
+import json
+import os
+import sys
+answer = json.loads(sys.argv[1])
+for name, address in answer["hosts"].items():
+    with open(os.path.join(sys.argv[2], name + ".yml"), "w") as fh:
+        fh.write("---\nansible_host: %s\n" % address)
+assert os.path.dirname(answer["known_hosts"]) == os.path.dirname(answer["key"])
+print(os.path.dirname(answer["key"]))
+EOF
+)
+# the lab transport (lab_podman: the lab's, not in the EE) swapped for SSH in the groups that set it
+for group in triton_servers triton_lb; do
+  cat >"$project/inventory/group_vars/$group/connection.yml" <<'EOF'
+---
+# Written by tools/ee_check.sh --lab: the lab hosts over SSH, as an execution environment reaches a fleet.
+# /lab-ssh is lab/.state/ssh mounted read-only: the lab key, and known_hosts with each host's own host key
+# (read through podman by lab/labctl.py ssh), checked strictly.
+ansible_connection: ansible.builtin.ssh
+ansible_user: root
+ansible_pipelining: true
+ansible_ssh_private_key_file: /lab-ssh/id_ed25519
+ansible_ssh_common_args: -o UserKnownHostsFile=/lab-ssh/known_hosts -o StrictHostKeyChecking=yes -o IdentitiesOnly=yes
+EOF
+done
+# the catalog the lab's group_vars read from AIOPS_LAB_MODEL_DIR/<model>/model.yml, copied into the project
+(cd "$root/model_repository" && find . -mindepth 2 -maxdepth 2 -name model.yml -exec cp --parents {} "$project/models/" \;)
+# the project's own settings, the checkout's ansible.cfg less its lab transport path
+printf '%s\n' '[defaults]' 'forks = 20' 'gathering = smart' >"$project/ansible.cfg"
+
+# the controller-side environment the lab's group_vars look up: S3, the Triton API key, the wheelhouse
+eval "$(python "$root/lab/labctl.py" env)"
+env_args=(--senv "AIOPS_LAB_MODEL_DIR=$project/models")
+for var in AIOPS_LAB_S3_ENDPOINT AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AIOPS_LAB_TRITON_API_KEY AIOPS_LAB_WHEELHOUSE; do
+  [ -n "${!var:-}" ] || { echo "FAIL: lab/labctl.py env set no $var"; exit 1; }
+  env_args+=(--penv "$var")  # passed by name: no secret on a command line
+done
+cd "$project"
+started=$SECONDS
+rc=0
+ansible-navigator run aiops.triton.site -i inventory "${navigator[@]}" "${env_args[@]}" \
+  --eev "$ssh_dir:/lab-ssh:ro" --co=--network=aiops-lab 2>&1 | plain "$work/site.log" >/dev/null || rc=$?
+took=$((SECONDS - started))
+recap=$(sed -n '/PLAY RECAP/,$p' "$work/site.log" | grep -E '^[^ ]+ +: ok=[0-9]+' || true)
+if [ "$rc" -ne 0 ] || [ -z "$recap" ]; then tail -60 "$work/site.log"; echo "FAIL: aiops.triton.site in the EE (rc $rc)"; exit 1; fi
+echo "$recap"
+for host in "${hosts[@]}"; do
+  grep -qE "^$host +: ok=[1-9][0-9]* +changed=0 +unreachable=0 +failed=0 " <<<"$recap" \
+    || { echo "FAIL: $host: its PLAY RECAP is not ok, changed=0 unreachable=0 failed=0"; exit 1; }
+done
+if grep -Ev ' changed=0 +unreachable=0 +failed=0 ' <<<"$recap"; then echo "FAIL: the above changed or failed"; exit 1; fi
+echo "EE $image: aiops.triton.site over SSH, ${#hosts[@]} lab hosts (${hosts[*]}), changed=0, ${took}s (log: $work/site.log)"

@@ -56,3 +56,12 @@ def test_an_unknown_call_fails_the_build(tmp_path):
     proc, calls = run_pkgmgr(tmp_path, "remove", "-y", "openssh-client")
     assert proc.returncode == 2 and calls == []
     assert "unsupported command 'remove'" in proc.stderr
+
+
+def test_ee_check_refuses_an_unknown_mode_before_touching_anything(tmp_path):
+    script = os.path.join(ROOT, "tools", "ee_check.sh")
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    env.pop("EE_IMAGE", None)
+    proc = subprocess.run([script, "--labs"], env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode == 2 and "usage:" in proc.stderr
+    assert list(tmp_path.iterdir()) == []
