@@ -1,6 +1,7 @@
 # aiops.triton — every entry point a person or CI uses. Run as root on Debian 12 / Ubuntu.
 #   make lab    set up this machine, bring up the lab (2 systemd hosts + S3 + wheelhouse), run site.yml
-#   make test   set up this machine and run every test stage (unit, lint, sanity, integration, molecule)
+#   make test   set up this machine and run every test stage (unit, lint, sanity, artifact, integration,
+#               molecule, the execution environment against the lab, lab smoke)
 SHELL := /bin/bash
 .ONESHELL:
 .SHELLFLAGS := -euo pipefail -c
@@ -109,6 +110,9 @@ test: setup lab-services publish-models
 	$(STAGE) integration   env AIOPS_MODEL_BUILD=$(ROOT)/build pytest -q -p no:cacheprovider -m integration tests
 	# molecule/lb converges and runs every operation through the collection the artifact stage installed
 	$(STAGE) molecule      env AIOPS_LB_COLLECTIONS_PATH=$(ARTIFACT_COLLECTIONS) $(MAKE) --no-print-directory molecule
+	# the EE (make ee) as AWX runs it: the 2-host lab converged, then a no-change site.yml from inside the EE
+	# over SSH (changed=0 everywhere); lab-smoke then reuses and tears down that lab
+	$(STAGE) ee-lab        $(MAKE) --no-print-directory test-ee-lab
 	$(STAGE) lab-smoke     tools/lab_smoke.sh
 	echo "ALL STAGES PASSED"
 
