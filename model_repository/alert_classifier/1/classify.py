@@ -47,14 +47,15 @@ def _direct_parts(pipeline):
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import FeatureUnion, Pipeline
 
-    if type(pipeline) is not Pipeline or len(pipeline.steps) != 2:
+    # the exact classes, not isinstance: a subclass may override what the direct path re-computes
+    if pipeline.__class__ is not Pipeline or len(pipeline.steps) != 2:
         return None
     union, clf = pipeline.steps[0][1], pipeline.steps[1][1]
-    if type(union) is not FeatureUnion or union.transformer_weights is not None or type(clf) is not LogisticRegression:
+    if union.__class__ is not FeatureUnion or union.transformer_weights is not None or clf.__class__ is not LogisticRegression:
         return None
     parts, offset = [], 0
     for _name, vec in union.transformer_list:
-        if type(vec) is not TfidfVectorizer or vec.binary or vec.norm not in ("l2", "l1", None):
+        if vec.__class__ is not TfidfVectorizer or vec.binary or vec.norm not in ("l2", "l1", None):
             return None
         idf = np.asarray(vec.idf_, dtype=np.float64) if vec.use_idf else None
         parts.append((vec.build_analyzer(), vec.vocabulary_, idf, bool(vec.sublinear_tf), vec.norm, offset))

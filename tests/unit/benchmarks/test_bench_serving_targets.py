@@ -37,6 +37,6 @@ def test_better_triton_variant_per_cell_against_best_fastapi():
 
 
 def test_missing_concurrency_gives_no_row():
-    rows, ok, _errors = bench_serving.check_targets({"m": {"Triton gRPC": {8: cell(1, 1, 1)},
-                                                          "FastAPI JSON 1w": {8: cell(1, 1, 1)}}})
+    cells = {"m": {"Triton gRPC": {8: cell(1, 1, 1)}, "FastAPI JSON 1w": {8: cell(1, 1, 1)}}}
+    rows, ok, _errors = bench_serving.check_targets(cells)
     assert rows == [] and ok

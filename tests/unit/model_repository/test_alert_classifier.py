@@ -66,8 +66,8 @@ def test_direct_path_matches_the_pipeline(classify, artifact):
 def test_unknown_pipeline_shape_uses_the_pipeline(classify):
     from sklearn.linear_model import LogisticRegression
     from sklearn.feature_extraction.text import TfidfVectorizer
-    pipe = make_pipeline(TfidfVectorizer(), LogisticRegression()).fit(["disk full", "cpu hot", "disk slow", "cpu busy"],
-                                                                       ["disk", "cpu", "disk", "cpu"])
+    texts, labels = ["disk full", "cpu hot", "disk slow", "cpu busy"], ["disk", "cpu", "disk", "cpu"]
+    pipe = make_pipeline(TfidfVectorizer(), LogisticRegression()).fit(texts, labels)
     clf = classify.Classifier(pipe)
     assert not clf.direct
     np.testing.assert_array_equal(clf.predict_proba(["disk"]), pipe.predict_proba(["disk"]))
