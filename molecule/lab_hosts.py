@@ -28,12 +28,17 @@ def main_pid(host):
     return podman("exec", host, "systemctl", "show", "-p", "MainPID", "--value", "tritonserver").stdout.strip()
 
 
-def serving(ip):
-    """model -> READY versions, from the repository index (the key guards it)."""
+def repository_index(ip):
+    """Triton's repository index of the host at ip (the key guards it)."""
     request = urllib.request.Request("http://%s:8000/v2/repository/index" % ip, data=b"{}", method="POST",
                                      headers={"triton-admin-key": os.environ["AIOPS_LAB_TRITON_API_KEY"]})
     with urllib.request.urlopen(request, timeout=30) as response:
-        index = json.load(response)
+        return json.load(response)
+
+
+def serving(ip, index=None):
+    """model -> READY versions, from the repository index (read from ip unless given)."""
+    index = repository_index(ip) if index is None else index
     ready = dict((m, []) for m in MODELS)
     for entry in index:
         if entry.get("state") == "READY":
@@ -63,10 +68,15 @@ def publish_broken_anomaly(workdir, version=3):
         score["data"] = [1.0 - float(x) + 0.5 for x in np.ravel(score["data"])]  # no score can be this far off
     with open(path, "w") as handle:
         json.dump(cases, handle)
+    publish_version(repo, "anomaly_detector", version)
+    return [case["name"] for case in cases["cases"]]
+
+
+def publish_version(repo, model, version):
+    """Publish model/version of the repository at repo to the lab's S3 (over an existing one: --force)."""
     subprocess.run([sys.executable, os.path.join(ROOT, "model_repository", "publish.py"), "--repository", repo,
                     "--bucket", "aiops-models", "--prefix", "models", "--endpoint-url", os.environ["AIOPS_LAB_S3_ENDPOINT"],
-                    "--model", "anomaly_detector", "--version", str(version), "--force"], check=True, capture_output=True)
-    return [case["name"] for case in cases["cases"]]
+                    "--model", model, "--version", str(version), "--force"], check=True, capture_output=True)
 
 
 def health_ready(ip):
@@ -78,9 +88,6 @@ def health_ready(ip):
         return exc.code
 
 
-def candidates(ip):
-    """Names in the repository index that are staging candidates (none may be left after a rollout)."""
-    request = urllib.request.Request("http://%s:8000/v2/repository/index" % ip, data=b"{}", method="POST",
-                                     headers={"triton-admin-key": os.environ["AIOPS_LAB_TRITON_API_KEY"]})
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return sorted(set(e["name"] for e in json.load(response) if e["name"].endswith("__candidate")))
+def candidates(index):
+    """Names in a repository index that are staging candidates (none may be left after a rollout)."""
+    return sorted(set(e["name"] for e in index if e["name"].endswith("__candidate")))

@@ -17,10 +17,10 @@ windows, so a client can compare every answer with what the version that answere
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import numpy as np
+
+from lab_hosts import publish_version  # molecule/lab_hosts.py (its callers put molecule/ on sys.path)
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 BUILD = os.path.join(ROOT, "build", "model_repository")
@@ -46,12 +46,6 @@ TritonPythonModel.execute = _slow_execute
 '''
 
 
-def _publish(repo, model, version):
-    subprocess.run([sys.executable, os.path.join(ROOT, "model_repository", "publish.py"), "--repository", repo,
-                    "--bucket", "aiops-models", "--prefix", "models", "--endpoint-url", os.environ["AIOPS_LAB_S3_ENDPOINT"],
-                    "--model", model, "--version", str(version), "--force"], check=True, capture_output=True)
-
-
 def _stage(workdir, model, version, files_from):
     """A repository holding ``model``/``version`` copied from the build's ``files_from`` version."""
     repo = os.path.join(workdir, "%s-v%d-repo" % (model, version))
@@ -74,8 +68,7 @@ def _golden(dest, version, cases_from=None, model=None):
 
 
 def publish_anomaly(workdir, version, kind):
-    """Publish anomaly_detector ``version`` of ``kind`` (corrupt, regressed, good); returns its case names
-    and which build version's graph it carries (None: none that loads)."""
+    """Publish anomaly_detector ``version`` of ``kind`` (corrupt, regressed, good); returns its case names."""
     weights = {"corrupt": 2, "regressed": 1, "good": 2}[kind]
     repo, dest = _stage(workdir, "anomaly_detector", version, weights)
     cases = _golden(dest, version, cases_from=2, model="anomaly_detector")
@@ -85,9 +78,8 @@ def publish_anomaly(workdir, version, kind):
             head = handle.read(200)
         with open(path, "wb") as handle:  # a cut-off upload: what the manifest hashes is what the host gets
             handle.write(head)
-        weights = None
-    _publish(repo, "anomaly_detector", version)
-    return cases, weights
+    publish_version(repo, "anomaly_detector", version)
+    return cases
 
 
 def publish_slow_classifier(workdir, version, seconds):
@@ -100,7 +92,7 @@ def publish_slow_classifier(workdir, version, seconds):
     assert golden_max < SLOW_BATCH, "the live batch must be larger than every golden case"
     with open(os.path.join(dest, "model.py"), "a") as handle:
         handle.write(SLOW_HOOK % {"golden_max": golden_max, "seconds": float(seconds)})
-    _publish(repo, "alert_classifier", version)
+    publish_version(repo, "alert_classifier", version)
     return golden_max
 
 

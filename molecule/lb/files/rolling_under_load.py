@@ -46,7 +46,7 @@ sys.path.insert(0, os.path.join(ROOT, "molecule"))
 sys.path.insert(0, os.path.join(ROOT, ".collection"))
 import model_variants  # noqa: E402  (molecule/model_variants.py)
 import scenario_checks  # noqa: E402  (molecule/scenario_checks.py)
-from lab_hosts import candidates, health_ready, host_ip, main_pid, on_disk, podman, serving  # noqa: E402
+from lab_hosts import candidates, health_ready, host_ip, main_pid, on_disk, podman, repository_index, serving  # noqa: E402
 from ansible_collections.aiops.triton.plugins.filter.haproxy import haproxy_server_state  # noqa: E402
 
 HOSTS = ["roll-1", "roll-2", "roll-3", "roll-4"]
@@ -55,8 +55,6 @@ LB = "roll-lb"
 BATCHES = [["roll-1"], ["roll-2", "roll-3"], ["roll-4"]]
 BACKENDS = ["triton_http", "triton_grpc"]
 ADMIN_SOCKET = "/run/haproxy/admin.sock"
-ALERTS = ["Pod memory usage exceeds 90% threshold", "Network latency P99 increased to 5000ms",
-          "Disk space on /dev/sda1 is 95% full"]
 BAD_ARG = "--no-such-flag=1"
 # The failure sequence, one model_upgrade.yml run each, in this order on the same hosts (issue 21):
 # (step, version, kind); the canary gets each first, wave_1 only a good one.
@@ -421,9 +419,10 @@ def serving_state():
     state = {}
     for h in HOSTS:
         ip = host_ip(h)
-        ready = serving(ip)
+        index = repository_index(ip)
+        ready = serving(ip, index)
         state[h] = {"anomaly_detector": ready["anomaly_detector"], "alert_classifier": ready["alert_classifier"],
-                    "health_ready": health_ready(ip), "candidates": candidates(ip)}
+                    "health_ready": health_ready(ip), "candidates": candidates(index)}
     return state
 
 
@@ -441,7 +440,7 @@ def model_step(step, results, args, flag, name, pins, version, kind):
         model_variants.publish_slow_classifier(workdir, version, SLOW_SECONDS)
         cases = []
     elif version > 2:
-        cases, _weights = model_variants.publish_anomaly(workdir, version, kind)
+        cases = model_variants.publish_anomaly(workdir, version, kind)
     else:
         cases = []  # a version of the build, published by make publish-models
     pins[model] = version
