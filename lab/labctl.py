@@ -43,6 +43,7 @@ def up(count, os_name):
     if not 1 <= count <= hosts.MAX_HOSTS:
         raise common.LabError("--hosts must be between 1 and %d, got %d" % (hosts.MAX_HOSTS, count))
     hosts.check_memory([hosts.host_name(i) for i in range(1, count + 1)])
+    hosts.raise_inotify_limit(count)
     image.build_image(os_name)
     services.start_services(os_name)
     wanted = [hosts.host_name(i) for i in range(1, count + 1)]

@@ -16,6 +16,10 @@ RESERVE_MIB = 2048
 LB_HOST = "lab-lb"
 LB_ROLE_DEFAULTS = os.path.join(common.ROOT, "roles", "triton_lb", "defaults", "main.yml")
 HOST_CAPS = ("--cap-add", "SYS_ADMIN")
+# Every lab host's systemd, journald and dbus take inotify instances from the one kernel they share (all run
+# as root): with Debian's default of 128, the 23rd host booted "degraded" (its .path units failed).
+INOTIFY_INSTANCES_PER_HOST = 32
+INOTIFY_INSTANCES = "/proc/sys/fs/inotify/max_user_instances"
 
 
 def lab_hosts():
@@ -51,6 +55,18 @@ def start_lb(os_name):
                   "--restart=always", "--network", common.NETWORK, "--systemd=always", "--tmpfs", "/tmp", "--tmpfs", "/run",
                   *HOST_CAPS, common.IMAGE.format(os=os_name), "/sbin/init")
     return True
+
+
+def raise_inotify_limit(count, path=INOTIFY_INSTANCES):
+    """Make room for ``count`` lab hosts' inotify instances (never lowers the machine's setting)."""
+    with open(path, encoding="utf-8") as handle:
+        current = int(handle.read().strip())
+    wanted = (count + 2) * INOTIFY_INSTANCES_PER_HOST  # the hosts, lab-lb and this machine's own services
+    if current < wanted:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write("%d\n" % wanted)
+        common.log("fs.inotify.max_user_instances %d -> %d for %d lab hosts" % (current, wanted, count))
+    return max(current, wanted)
 
 
 def container_address(name):
@@ -92,12 +108,12 @@ def write_inventory(names, addresses=None):
     def host(name):
         line = "        %s:" % name
         return line + (" {aiops_lab_address: %s}" % addresses[name] if addresses.get(name) else "")
-    # Rollout groups (group_vars/triton_servers names their order): the first host is the canary.
+    # Rollout groups (group_vars/triton_servers names their order): the first host is the canary, the rest
+    # alternate between two waves, so any prefix lab-1..N (bench --limit) keeps three groups of even size.
     lines = ["# Written by lab/labctl.py up; removed by down. Do not edit.", "---",
-             "triton_servers:", "  children:", "    triton_canary:", "      hosts:"]
-    lines += [host(n) for n in names[:1]]
-    lines += ["    triton_wave_1:", "      hosts:"]
-    lines += [host(n) for n in names[1:]]
+             "triton_servers:", "  children:"]
+    for group, members in rollout_groups(names):
+        lines += ["    %s:" % group] + (["      hosts:"] + [host(n) for n in members] if members else ["      hosts: {}"])
     lines += ["  vars:", "    ansible_connection: containers.podman.podman",
               "    ansible_python_interpreter: /usr/bin/python3"]
     if LB_HOST in addresses:
@@ -107,6 +123,12 @@ def write_inventory(names, addresses=None):
     lines.append("")
     with open(common.INVENTORY, "w") as fh:
         fh.write("\n".join(lines))
+
+
+def rollout_groups(names):
+    """[(group, hosts)] in rollout order: the canary (first host), then wave_1 and wave_2 taking turns."""
+    rest = names[1:]
+    return [("triton_canary", names[:1]), ("triton_wave_1", rest[0::2]), ("triton_wave_2", rest[1::2])]
 
 
 def mem_available_mib():

@@ -10,7 +10,7 @@ import tempfile
 from . import common, podman_conf
 
 # Bump when the image recipe below changes in a way the package list does not show.
-RECIPE_VERSION = "5"
+RECIPE_VERSION = "6"
 
 
 def image_packages():
@@ -78,6 +78,7 @@ def customise_rootfs(rootfs, spec):
     if os.path.lexists(wants):
         os.remove(wants)
     customise_sshd(rootfs)
+    trim_rootfs(rootfs)
     open(os.path.join(rootfs, "etc/machine-id"), "w").close()
     shutil.rmtree(os.path.join(rootfs, "var/cache/apt/archives"), ignore_errors=True)
     os.makedirs(os.path.join(rootfs, "var/cache/apt/archives/partial"), exist_ok=True)
@@ -109,3 +110,26 @@ def customise_sshd(rootfs):
     os.makedirs(dropin, exist_ok=True)
     with open(os.path.join(dropin, "aiops-lab.conf"), "w") as fh:
         fh.write(SSH_UNIT_DROPIN)
+
+
+# A lab host is one of up to MAX_HOSTS on one small machine (docs/scaling.md, "A lab host's memory"): the
+# journal stays in memory and small, and the periodic housekeeping a real server runs (apt's daily
+# download/upgrade, dpkg and e2scrub jobs) is masked, so 24 hosts do not wake together on 2 cores.
+JOURNALD_DROPIN = """# aiops lab (lab/labctl_lib/image.py): a volatile, bounded journal per lab host.
+[Journal]
+Storage=volatile
+RuntimeMaxUse=16M
+"""
+MASKED_TIMERS = ("apt-daily.timer", "apt-daily-upgrade.timer", "dpkg-db-backup.timer", "e2scrub_all.timer",
+                 "fstrim.timer")
+
+
+def trim_rootfs(rootfs):
+    dropin = os.path.join(rootfs, "etc/systemd/journald.conf.d")
+    os.makedirs(dropin, exist_ok=True)
+    with open(os.path.join(dropin, "aiops-lab.conf"), "w") as fh:
+        fh.write(JOURNALD_DROPIN)
+    for unit in MASKED_TIMERS:
+        link = os.path.join(rootfs, "etc/systemd/system", unit)
+        if not os.path.lexists(link):
+            os.symlink("/dev/null", link)

@@ -21,7 +21,8 @@ def test_inventory_puts_lab_lb_in_triton_lb_and_every_address_in(tmp_path, monke
                                                         "lab-3": "10.89.77.5", "lab-lb": "10.89.77.6"})
     inv = yaml.safe_load((tmp_path / "hosts.yml").read_text())
     assert inv["triton_servers"]["children"]["triton_canary"]["hosts"] == {"lab-1": {"aiops_lab_address": "10.89.77.3"}}
-    assert sorted(inv["triton_servers"]["children"]["triton_wave_1"]["hosts"]) == ["lab-2", "lab-3"]
+    assert sorted(inv["triton_servers"]["children"]["triton_wave_1"]["hosts"]) == ["lab-2"]
+    assert sorted(inv["triton_servers"]["children"]["triton_wave_2"]["hosts"]) == ["lab-3"]
     assert inv["triton_lb"]["hosts"] == {"lab-lb": {"aiops_lab_address": "10.89.77.6"}}
     assert inv["triton_lb"]["vars"]["ansible_python_interpreter"] == "/usr/bin/python3"
     assert "lab-lb" not in str(inv["triton_servers"]), "the load balancer is no Triton host"
@@ -32,7 +33,23 @@ def test_inventory_without_addresses_keeps_its_old_shape(tmp_path, monkeypatch):
     hosts.write_inventory(["lab-1"])
     inv = yaml.safe_load((tmp_path / "hosts.yml").read_text())
     assert inv["triton_servers"]["children"]["triton_canary"]["hosts"] == {"lab-1": None}
+    # the waves are always there (group_vars name all three in triton_rollout_groups), empty or not
+    assert inv["triton_servers"]["children"]["triton_wave_1"]["hosts"] == {}
+    assert inv["triton_servers"]["children"]["triton_wave_2"]["hosts"] == {}
     assert "triton_lb" not in inv
+
+
+def test_rollout_groups_alternate_the_waves_so_every_prefix_has_three_groups():
+    names = ["lab-%d" % i for i in range(1, 25)]
+    groups = hosts.rollout_groups(names)
+    assert [g for g, _ in groups] == ["triton_canary", "triton_wave_1", "triton_wave_2"]
+    assert dict(groups)["triton_canary"] == ["lab-1"]
+    assert dict(groups)["triton_wave_1"] == ["lab-%d" % i for i in range(2, 25, 2)]
+    assert dict(groups)["triton_wave_2"] == ["lab-%d" % i for i in range(3, 25, 2)]
+    for size in (8, 16, 24):
+        sizes = [len(m) for _, m in hosts.rollout_groups(names[:size])]
+        assert sizes[0] == 1 and abs(sizes[1] - sizes[2]) <= 1 and sum(sizes) == size
+    assert sorted(sum((m for _, m in groups), [])) == sorted(names), "every host in exactly one group"
 
 
 def fake_podman(running, address):

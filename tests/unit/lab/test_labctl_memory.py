@@ -31,6 +31,7 @@ def machine(monkeypatch):
     def build_image(os_name, force=False):
         raise Started()
     monkeypatch.setattr(image, "build_image", build_image)
+    monkeypatch.setattr(hosts, "raise_inotify_limit", lambda count: state.setdefault("inotify_for", count))
     monkeypatch.delenv("AIOPS_LAB_HOST_MIB", raising=False)
     return state
 
@@ -52,6 +53,18 @@ def test_enough_memory_goes_on(machine):
     machine["available"] = 16448
     with pytest.raises(Started):
         labctl.main(["up", "--hosts", "24"])
+    assert machine["inotify_for"] == 24, "the inotify limit is raised for the hosts before any starts"
+
+
+def test_inotify_limit_is_raised_for_the_hosts_and_never_lowered(tmp_path):
+    limit = tmp_path / "max_user_instances"
+    limit.write_text("128\n")
+    # 24 hosts + lab-lb + the machine's own: 26 x 32
+    assert hosts.raise_inotify_limit(24, path=str(limit)) == 832
+    assert limit.read_text() == "832\n"
+    limit.write_text("4096\n")
+    assert hosts.raise_inotify_limit(24, path=str(limit)) == 4096
+    assert limit.read_text() == "4096\n", "a higher setting of the machine's is kept"
 
 
 def test_hosts_already_running_need_no_new_memory(machine, capsys):
