@@ -14,6 +14,8 @@
                                      each named container of the lab image (default: the lab hosts and lab-lb),
                                      their host keys into lab/.state/ssh/known_hosts, log in once over SSH; prints
                                      {"key", "known_hosts", "hosts": {name: bridge address}} as JSON (`up` does it too)
+    labctl.py memory [NAME ...]      each lab host's memory (default: every lab host): its container's cgroup usage,
+                                     peak, rss/cache, and the PSS of its processes by command, as JSON
     labctl.py triton-image           build the Triton image (container method) and the podman lab host image,
                                      publish the Triton image as an OCI archive on the wheelhouse server
                                      (build/triton-image.json: its URL path, sha256 and image ID); cached
@@ -34,7 +36,7 @@ import os
 import shutil
 import sys
 
-from labctl_lib import common, hosts, image, podman_conf, services, ssh, triton_image
+from labctl_lib import common, hosts, image, memory, podman_conf, services, ssh, triton_image
 
 
 def up(count, os_name):
@@ -116,6 +118,8 @@ def main(argv=None):
     p_ssh = sub.add_parser("ssh")
     p_ssh.add_argument("names", nargs="*", metavar="NAME")
     sub.add_parser("triton-image")
+    p_mem = sub.add_parser("memory")
+    p_mem.add_argument("names", nargs="*", metavar="NAME")
     args = parser.parse_args(argv)
     try:
         if args.cmd in ("image", "services") and args.os not in common.SUPPORTED_OS:
@@ -135,6 +139,9 @@ def main(argv=None):
         elif args.cmd == "ssh":
             names = args.names or hosts.lab_hosts() + [n for n in [hosts.LB_HOST] if common.container_running(n)]
             print(json.dumps({"key": ssh.KEY, "known_hosts": ssh.KNOWN_HOSTS, "hosts": ssh.authorize(names)}, sort_keys=True))
+        elif args.cmd == "memory":
+            names = args.names or hosts.lab_hosts()
+            print(json.dumps(dict((n, memory.host_memory(memory.cgroup_dir(n))) for n in names), indent=1, sort_keys=True))
         elif args.cmd == "status":
             status()
         elif args.cmd == "env":

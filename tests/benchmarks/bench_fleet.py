@@ -319,6 +319,7 @@ def main(argv=None):
     if not args.skip_setup:
         subprocess.run(["make", "-s", "lab-up", "publish-models", "HOSTS=%d" % sizes[-1]], cwd=ROOT, check=True)
     env = lab_env()
+    os.environ.update(env)  # the publisher and the host readers read the lab's S3 endpoint and API key from here
     os.makedirs(os.path.join(ROOT, "build"), exist_ok=True)
     log = os.path.join(ROOT, "build", "bench_fleet.log")
     open(log, "w", encoding="utf-8").close()
