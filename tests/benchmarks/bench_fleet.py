@@ -309,6 +309,8 @@ def main(argv=None):
     parser.add_argument("--hosts", default="8,16,24", help="fleet sizes, comma separated")
     parser.add_argument("--rounds", type=int, default=2, help="no-change runs per size and transport")
     parser.add_argument("--skip-setup", action="store_true", help="the lab is up at the largest size and published")
+    parser.add_argument("--skip-converge", action="store_true", help="every host is converged to the inventory already")
+    parser.add_argument("--ssh-rounds", type=int, default=1, help="rounds that also run over SSH (controller figures)")
     parser.add_argument("--no-rollout", action="store_true", help="only the no-change runs")
     parser.add_argument("--no-ssh", action="store_true", help="only the lab transport (no controller figures)")
     _load.add_argument(parser)
@@ -323,12 +325,13 @@ def main(argv=None):
     os.makedirs(os.path.join(ROOT, "build"), exist_ok=True)
     log = os.path.join(ROOT, "build", "bench_fleet.log")
     open(log, "w", encoding="utf-8").close()
-    # every host (and lab-lb) at the inventory's model set: also undoes an earlier run's rollouts
-    first = playbook(env, "inventories/lab", "site.yml", ",".join(everyone + ["lab-lb"]), log)
-    print("converge of %d hosts (not measured): %.0f s, rc %d" % (len(everyone), first["wall"], first["rc"]), flush=True)
-    if first["rc"] != 0:
-        print("bench: the converge failed; see %s" % log, file=sys.stderr)
-        return 1
+    if not args.skip_converge:
+        # every host (and lab-lb) at the inventory's model set: also undoes an earlier run's rollouts
+        first = playbook(env, "inventories/lab", "site.yml", ",".join(everyone + ["lab-lb"]), log)
+        print("converge of %d hosts (not measured): %.0f s, rc %d" % (len(everyone), first["wall"], first["rc"]), flush=True)
+        if first["rc"] != 0:
+            print("bench: the converge failed; see %s" % log, file=sys.stderr)
+            return 1
     workdir = tempfile.mkdtemp(prefix="bench-fleet-")
     try:
         ssh_inv = None if args.no_ssh else ssh_inventory(workdir, everyone + ["lab-lb"])
@@ -337,9 +340,9 @@ def main(argv=None):
             order.extend(sizes if number % 2 == 0 else list(reversed(sizes)))
         print("bench: load average before the measured runs: %s" % " / ".join("%.2f" % x for x in os.getloadavg()), flush=True)
         runs = []
-        for size in order:
+        for position, size in enumerate(order):
             runs.append(no_change(env, "inventories/lab", "lab_podman", size, log))
-            if ssh_inv:
+            if ssh_inv and position < args.ssh_rounds * len(sizes):
                 runs.append(no_change(env, ssh_inv, "ssh", size, log))
         rollouts = []
         if not args.no_rollout:
