@@ -18,7 +18,7 @@ STAGE := $(ROOT)/tools/stage.sh
 ARTIFACT_COLLECTIONS := $(or $(TMPDIR),/tmp)/aiops-artifact-check/collections
 
 .PHONY: help setup system-packages venv collection-link lab lab-image lab-up lab-services lab-down lab-triton-image \
-        wheelhouse models publish-models site test unit lint sanity artifact test-installed test-fleet integration molecule ee test-ee test-ee-lab bench clean
+        wheelhouse models publish-models site test unit lint sanity artifact test-installed test-fleet integration molecule ee test-ee test-ee-lab bench bench-fleet clean
 
 help:
 	@sed -n '2,4p' Makefile
@@ -193,6 +193,13 @@ bench: models
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements/bench.txt
 	$(PY) tests/benchmarks/bench_serving_sweep.py
 	$(PY) tests/benchmarks/bench_serving.py
+
+# The fleet at 8, 16 and 24 lab hosts (tests/benchmarks/bench_fleet.py): no-change site.yml through the lab
+# transport and over SSH (the controller's CPU-seconds and peak memory), a model rollout under light load at
+# each size. Brings the lab to 24 hosts (~16 GiB free memory; a first converge ~24 minutes), about 40 minutes
+# more on 2 cores. Not part of `make test`; run it alone.
+bench-fleet: setup models
+	$(PY) tests/benchmarks/bench_fleet.py
 
 clean: lab-down
 	rm -rf build .collection

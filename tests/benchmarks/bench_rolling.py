@@ -4,7 +4,7 @@
 
 Brings the lab up to the largest host count with its HAProxy (lab/labctl.py up; hosts already there are
 kept), publishes the model set (make lab-up publish-models) and converges every host once (not measured). Then, for each size N in
-order, on lab-1..lab-N (--limit; the canary alone first, then wave_1 in batches of 50%):
+order, on lab-1..lab-N (--limit; the canary alone first, then wave_1 and wave_2 in batches of 50%):
   - a rolling Triton restart: playbooks/triton_server.yml with a new triton_server_log_verbose value,
     so every named host's unit changes (drain, restart, ready, golden cases, undrain per batch);
   - a rolling reboot: playbooks/reboot.yml.
