@@ -42,14 +42,14 @@ def test_inventory_without_addresses_keeps_its_old_shape(tmp_path, monkeypatch):
 def test_rollout_groups_alternate_the_waves_so_every_prefix_has_three_groups():
     names = ["lab-%d" % i for i in range(1, 25)]
     groups = hosts.rollout_groups(names)
-    assert [g for g, _ in groups] == ["triton_canary", "triton_wave_1", "triton_wave_2"]
+    assert [group for group, _members in groups] == ["triton_canary", "triton_wave_1", "triton_wave_2"]
     assert dict(groups)["triton_canary"] == ["lab-1"]
     assert dict(groups)["triton_wave_1"] == ["lab-%d" % i for i in range(2, 25, 2)]
     assert dict(groups)["triton_wave_2"] == ["lab-%d" % i for i in range(3, 25, 2)]
     for size in (8, 16, 24):
-        sizes = [len(m) for _, m in hosts.rollout_groups(names[:size])]
+        sizes = [len(members) for _group, members in hosts.rollout_groups(names[:size])]
         assert sizes[0] == 1 and abs(sizes[1] - sizes[2]) <= 1 and sum(sizes) == size
-    assert sorted(sum((m for _, m in groups), [])) == sorted(names), "every host in exactly one group"
+    assert sorted(sum((members for _group, members in groups), [])) == sorted(names), "every host in exactly one group"
 
 
 def fake_podman(running, address):
