@@ -51,9 +51,13 @@ def site(env, limit, log, extra_vars=()):
     wall = time.monotonic() - start
     with open(log, "a", encoding="utf-8") as handle:
         handle.write("### %s (%.1f s, rc %d)\n%s\n%s\n" % (" ".join(argv), wall, proc.returncode, proc.stdout, proc.stderr))
-    recap = dict((m[0], {"ok": int(m[1]), "changed": int(m[2]), "unreachable": int(m[3]), "failed": int(m[4])})
-                 for m in RECAP.findall(proc.stdout))
-    return wall, proc.returncode, recap
+    return wall, proc.returncode, parse_recap(proc.stdout)
+
+
+def parse_recap(output):
+    """host -> {ok, changed, unreachable, failed} from an ansible-playbook PLAY RECAP."""
+    return dict((m[0], {"ok": int(m[1]), "changed": int(m[2]), "unreachable": int(m[3]), "failed": int(m[4])})
+                for m in RECAP.findall(output))
 
 
 def main(argv=None):

@@ -37,7 +37,7 @@ import threading
 import time
 
 import _load
-from bench_converge import RECAP, ROOT, lab_env
+from bench_converge import ROOT, lab_env, parse_recap
 
 sys.path[:0] = [os.path.join(ROOT, "molecule"), os.path.join(ROOT, "lab"), os.path.join(ROOT, ".collection")]
 import lab_hosts  # noqa: E402  (molecule/lab_hosts.py: host readers shared with the molecule drivers)
@@ -162,9 +162,7 @@ def playbook(env, inventory, path, limit, log, extra=()):
     shutil.rmtree(control_dir, ignore_errors=True)
     with open(log, "a", encoding="utf-8") as handle:
         handle.write("### %s (%.1f s, rc %d)\n%s\n" % (" ".join(argv), wall, rc, output))
-    recap = dict((m[0], {"ok": int(m[1]), "changed": int(m[2]), "unreachable": int(m[3]), "failed": int(m[4])})
-                 for m in RECAP.findall(output))
-    return {"wall": wall, "rc": rc, "recap": recap, "cpu": usage.ru_utime + usage.ru_stime + sum(masters.values()),
+    return {"wall": wall, "rc": rc, "recap": parse_recap(output), "cpu": usage.ru_utime + usage.ru_stime + sum(masters.values()),
             "peak_pss_mib": peak[0] / 1024.0}
 
 
