@@ -36,6 +36,8 @@ import tempfile
 import threading
 import time
 
+import yaml
+
 import _load
 from bench_converge import ROOT, lab_env, parse_recap
 
@@ -43,11 +45,19 @@ sys.path[:0] = [os.path.join(ROOT, "molecule"), os.path.join(ROOT, "lab"), os.pa
 import lab_hosts  # noqa: E402  (molecule/lab_hosts.py: host readers shared with the molecule drivers)
 import model_variants  # noqa: E402  (the "good" anomaly_detector variant the lb scenario publishes)
 from labctl_lib.hosts import rollout_groups  # noqa: E402  (how labctl splits lab-1..N into rollout groups)
+from labctl_lib.memory import pss_kib  # noqa: E402  (one process's PSS, as labctl memory reads it)
 from ansible_collections.aiops.triton.plugins.module_utils.fleet import batch_sizes  # noqa: E402
 
 LAB_INVENTORY = os.path.join(ROOT, "inventories", "lab")
-# the lab inventory's triton_rollout_serial per group (inventories/lab/group_vars/<group>/models.yml)
-SERIAL = {"triton_canary": 1, "triton_wave_1": "50%", "triton_wave_2": "50%"}
+
+
+def _group_models(group):
+    with open(os.path.join(LAB_INVENTORY, "group_vars", group, "models.yml"), encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+# the lab inventory's rollout groups in order, each with its triton_rollout_serial and triton_models_list
+GROUPS = dict((group, _group_models(group)) for group in ("triton_canary", "triton_wave_1", "triton_wave_2"))
 SSH_CONNECTION = """---
 # bench_fleet.py: the lab hosts over SSH, as a controller reaches a real fleet (instead of lab_podman).
 ansible_connection: ansible.builtin.ssh
@@ -81,7 +91,8 @@ def ssh_inventory(workdir, hosts):
 
 def plan(size):
     """The rollout's batches on lab-1..size: {group: [batch sizes]}, as the rollout_plan filter splits them."""
-    return dict((group, batch_sizes(len(hosts), SERIAL[group])) for group, hosts in rollout_groups(names(size)) if hosts)
+    return dict((group, batch_sizes(len(hosts), GROUPS[group]["triton_rollout_serial"]))
+                for group, hosts in rollout_groups(names(size)) if hosts)
 
 
 def _processes():
@@ -120,14 +131,7 @@ def _tree_pss_kib(root_pid, control_dir):
             continue
         seen.add(pid)
         todo.extend(children.get(pid, []))
-        try:
-            with open("/proc/%d/smaps_rollup" % pid, encoding="utf-8") as handle:
-                for line in handle:
-                    if line.startswith("Pss:"):
-                        total += int(line.split()[1])
-                        break
-        except OSError:
-            continue
+        total += pss_kib(pid)
     return total
 
 
@@ -207,10 +211,9 @@ class LightLoad(object):
 def rollout(env, size, version, workdir, log, lb_ip):
     hosts = names(size)
     model_variants.publish_anomaly(workdir, version, "good")
-    pins = {"triton_models_list": [{"name": "anomaly_detector", "versions": [version]},
-                                   {"name": "alert_classifier", "versions": [1]},
-                                   {"name": "metric_forecaster", "versions": [1]},
-                                   {"name": "ops_pipeline", "versions": [1]}]}
+    # the lab's model set (the canary's list; every group pins the same) with anomaly_detector at the new version
+    pins = {"triton_models_list": [dict(m, versions=[version]) if m["name"] == "anomaly_detector" else m
+                                   for m in GROUPS["triton_canary"]["triton_models_list"]]}
     with LightLoad(lb_ip) as load:
         run = playbook(env, "inventories/lab", "playbooks/model_upgrade.yml", ",".join(hosts), log,
                        ["-e", json.dumps(pins)])
@@ -271,7 +274,7 @@ def tables(rows, rollouts, sizes, load):
               "| versions answered | every host on the new version |", "|---:|---:|---|---|---|---|"]
     for r in rollouts:
         lines.append("| %d | %.0f | %s | %d / %d | %s | %s |" % (
-            r["hosts"], r["seconds"], "; ".join(", ".join(str(b) for b in r["batches"][g]) for g in SERIAL if g in r["batches"]),
+            r["hosts"], r["seconds"], "; ".join(", ".join(str(b) for b in r["batches"][g]) for g in GROUPS if g in r["batches"]),
             r["answered"], r["failed"],
             ", ".join("v%s: %d" % kv for kv in sorted(r["versions_answered"].items())), r["all_upgraded"]))
     return _load.mark_tables("\n".join(lines), load)
