@@ -84,3 +84,15 @@ def test_entry_points_have_specs_and_every_method_has_its_task_files():
         assert specs[entry]["options"]["triton_lb_drain_method"]["choices"] == methods
         for method in methods:
             assert os.path.exists(os.path.join(role, "tasks", "%s_%s.yml" % (entry, method))), (entry, method)
+
+
+def test_an_address_that_does_not_template_fails_instead_of_falling_back(tmp_path):
+    # a fact the host does not have (facts gathered without the network subset): HAProxy must not quietly get
+    # the inventory name instead, which no DNS resolves (every server down, found only under load)
+    servers = {"lab-1": {"triton_lb_server_address": "{{ ansible_facts['default_ipv4']['address'] }}"}}
+    inventory = write_inventory(tmp_path / "hosts.yml", servers, lb_hosts={"lb-1": {}})
+    out = tmp_path / "haproxy.cfg"
+    proc = subprocess.run(["ansible-playbook", "-i", str(inventory), PLAYBOOK, "-e", json.dumps({"cfg_out": str(out)})],
+                          capture_output=True, text=True, check=False, timeout=120, cwd=ROOT)
+    assert proc.returncode != 0 and not out.exists(), proc.stdout[-3000:]
+    assert "default_ipv4" in proc.stdout + proc.stderr
