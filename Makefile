@@ -18,7 +18,7 @@ STAGE := $(ROOT)/tools/stage.sh
 ARTIFACT_COLLECTIONS := $(or $(TMPDIR),/tmp)/aiops-artifact-check/collections
 
 .PHONY: help setup system-packages venv collection-link lab lab-image lab-up lab-services lab-down lab-triton-image \
-        wheelhouse models publish-models site test unit lint sanity artifact test-installed test-fleet integration molecule ee test-ee test-ee-lab bench bench-fleet clean
+        wheelhouse models publish-models site test unit lint sanity artifact test-installed test-fleet integration molecule ee test-ee test-ee-lab bench bench-fleet bench-ab clean
 
 help:
 	@sed -n '2,4p' Makefile
@@ -200,6 +200,13 @@ bench: models
 # more on 2 cores. Not part of `make test`; run it alone.
 bench-fleet: setup models
 	$(PY) tests/benchmarks/bench_fleet.py
+
+# A change against a git ref (BASELINE=<ref>): no-change site.yml of both collections, side by side, on the
+# lab hosts already converged (make lab HOSTS=24 first; tests/benchmarks/bench_ab.py). Run it alone.
+BASELINE ?= HEAD~1
+AB_HOSTS ?= 8,24
+bench-ab: setup
+	$(PY) tests/benchmarks/bench_ab.py --baseline $(BASELINE) --hosts $(AB_HOSTS)
 
 clean: lab-down
 	rm -rf build .collection

@@ -136,6 +136,61 @@ def staging_plan(models, sync_results, validate_results, suffix=fleet.CANDIDATE_
     return fleet.staging_plan(fleet.plain_copy(models), changed, suffix)
 
 
+def sync_batch(models, records, keep_versions):
+    """s3_model_sync's batch for these models: pinned versions (else latest N), each one's verified versions
+    from its rollback record (only those are kept for rollback) and its keep_versions (else the role's)."""
+    batch = []
+    for model in models:
+        element = {"model": model["name"], "keep_versions": model.get("keep_versions", keep_versions),
+                   "verified_versions": ((records or {}).get(model["name"]) or {}).get("verified", [])}
+        if model.get("versions") is not None:
+            element["versions"] = model["versions"]
+        else:
+            element["latest"] = model.get("latest")
+        batch.append(element)
+    return batch
+
+
+def load_batch(models, sync_results, config_results):
+    """triton_model's batch: each model at its pinned versions (an ensemble at its own policy), reloaded when
+    this run changed its files (sync) or its config.pbtxt (render, or the check-mode render in check mode)."""
+    batch = []
+    for model, sync, config in zip(models, sync_results, config_results):
+        element = {"name": model["name"], "reload": bool((sync or {}).get("changed") or (config or {}).get("changed"))}
+        if model.get("versions") is not None and not model.get("ensemble"):
+            element["versions"] = model["versions"]
+        batch.append(element)
+    return batch
+
+
+def model_changes(models, sync_results, config_results, load_results):
+    """One line per model and kind of change (files, config.pbtxt, READY versions) from the batch results of
+    the sync, the render (or check-mode render) and the load: a batch task's output names only the host."""
+    lines = []
+    for index, model in enumerate(models):
+        name = model["name"]
+        sync, config, load = (_nth(results, index) for results in (sync_results, config_results, load_results))
+        if sync.get("changed"):
+            parts = ["%s %s" % (label, sync.get(key)) for key, label in
+                     (("versions_added", "fetch"), ("versions_replaced", "replace"), ("versions_removed", "remove"),
+                      ("recovered", "clean up")) if sync.get(key)]
+            lines.append("%s: files - %s" % (name, ", ".join(parts) or "changed"))
+        if config.get("changed"):
+            lines.append("%s: config.pbtxt - %s differs from the one rendered from the inventory"
+                         % (name, config.get("path") or "the file"))
+        if load.get("changed"):
+            moved = (name, load.get("before"), load.get("after"), load.get("action", "load"))
+            lines.append("%s: READY versions %s -> %s (%s)" % moved)
+        if any(result.get("failed") for result in (sync, config, load)):
+            lines.append("%s: failed - %s" % (name, "; ".join(r["msg"] for r in (sync, config, load) if r.get("failed"))))
+    return lines
+
+
+def _nth(results, index):
+    results = results or []
+    return (results[index] or {}) if index < len(results) else {}
+
+
 def rollout_summary(hostvars, hosts):
     """One line per host of the rollout: from -> to versions per model, or rolled back and why."""
     return fleet.summary_lines([(h, hostvars[h].get("triton_models_rollout")) for h in hosts])
@@ -151,4 +206,7 @@ class FilterModule(object):
             "rollout_outcome": rollout_outcome,
             "verified_records": verified_records,
             "staging_plan": staging_plan,
+            "sync_batch": sync_batch,
+            "load_batch": load_batch,
+            "model_changes": model_changes,
         }

@@ -78,8 +78,38 @@ options:
       - Model name, the directory name under O(repository) and under O(prefix).
       - Refused before anything is read or written when it cannot be a model directory name
         (see M(aiops.triton.triton_model_config)'s O(aiops.triton.triton_model_config#module:name)).
+      - Exactly one of O(model) and O(batch) is required.
     type: str
-    required: true
+  batch:
+    description:
+      - Several models in one call, each over the other options (one S3 client, one module start-up on the host,
+        instead of one task per model). Each element's own values replace the shared ones.
+      - Every element is synced, even after one failed, as a loop would; the task then fails naming each failed
+        model. The per-model return values are in RV(results), in the order given.
+      - Exactly one of O(model) and O(batch) is required; O(versions), O(latest) and O(verified_versions) then go in
+        the elements.
+    type: list
+    elements: dict
+    version_added: 0.2.0
+    suboptions:
+      model:
+        description: As O(model).
+        type: str
+        required: true
+      versions:
+        description: As O(versions).
+        type: list
+        elements: int
+      latest:
+        description: As O(latest).
+        type: int
+      keep_versions:
+        description: As O(keep_versions); the shared value when not set.
+        type: int
+      verified_versions:
+        description: As O(verified_versions).
+        type: list
+        elements: int
   versions:
     description:
       - Exact versions to have. Each must be published; one without a manifest fails the task.
@@ -214,6 +244,15 @@ EXAMPLES = r"""
     repository: /srv/triton/models
     profile: models-readonly
 
+- name: Sync every model of the host in one call
+  aiops.triton.s3_model_sync:
+    bucket: models
+    repository: /srv/triton/models
+    batch:
+      - {model: anomaly_detector, versions: [2]}
+      - {model: alert_classifier, latest: 1, keep_versions: 2}
+  register: synced
+
 - name: Drop a bad version from the host
   aiops.triton.s3_model_sync:
     bucket: models
@@ -224,6 +263,25 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+results:
+  description:
+    - With O(batch), one result per element, in order, with the return values below (those of the element's model)
+      and C(item), the element; a failed one has C(failed) and C(msg). Without O(batch) the values below are
+      returned at the top level.
+  returned: with O(batch)
+  type: list
+  elements: dict
+  sample: [{"item": {"model": "anomaly_detector", "versions": [2]}, "model": "anomaly_detector", "changed": false,
+            "versions": [2], "versions_added": [], "versions_replaced": [], "versions_removed": [], "versions_kept": [2],
+            "bytes_transferred": 0, "files_transferred": 0, "seconds": 0.08, "recovered": [],
+            "model_path": "/srv/triton/models/anomaly_detector"}]
+  version_added: 0.2.0
+model:
+  description: The model this result is for.
+  returned: always (with O(batch), in each element of RV(results))
+  type: str
+  sample: anomaly_detector
+  version_added: 0.2.0
 versions:
   description:
     - The versions this sync makes present (O(versions), or what O(latest) resolved to), also in check mode.
@@ -233,41 +291,41 @@ versions:
   sample: [2, 3]
 versions_added:
   description: Versions that were not on the host and were downloaded (or would be, in check mode).
-  returned: always
+  returned: always (with O(batch), in each element of RV(results))
   type: list
   elements: int
   sample: [3]
 versions_replaced:
   description: Versions present with a different manifest hash, swapped for the published one.
-  returned: always
+  returned: always (with O(batch), in each element of RV(results))
   type: list
   elements: int
   sample: []
 versions_removed:
   description: Versions removed (beyond O(keep_versions), or by O(state=absent)).
-  returned: always
+  returned: always (with O(batch), in each element of RV(results))
   type: list
   elements: int
   sample: [1]
 versions_kept:
   description: Versions left on the host untouched (wanted and unchanged, or kept for rollback).
-  returned: always
+  returned: always (with O(batch), in each element of RV(results))
   type: list
   elements: int
   sample: [2]
 bytes_transferred:
   description: Bytes of model files downloaded from S3 in this run (0 when nothing changed and in check mode).
-  returned: always
+  returned: always (with O(batch), in each element of RV(results))
   type: int
   sample: 104857600
 files_transferred:
   description: Files downloaded and verified in this run.
-  returned: always
+  returned: always (with O(batch), in each element of RV(results))
   type: int
   sample: 2
 seconds:
   description: Wall time of the sync.
-  returned: always
+  returned: always (with O(batch), in each element of RV(results))
   type: float
   sample: 1.42
 recovered:
@@ -275,42 +333,48 @@ recovered:
     - Work directories a killed run had left in the model directory that this run dealt with before anything else
       (staging and half-removed versions deleted, a version caught mid-swap by the fallback put back). In check
       mode, what it would deal with. Their presence makes the run report a change.
-  returned: always
+  returned: always (with O(batch), in each element of RV(results))
   type: list
   elements: str
   sample: [".aiops-staging-3-k2j4x9a1"]
 model_path:
   description: The model's directory in the repository.
-  returned: always
+  returned: always (with O(batch), in each element of RV(results))
   type: str
   sample: /srv/triton/models/anomaly_detector
 """
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.aiops.triton.plugins.module_utils import s3_client, s3_sync
+from ansible_collections.aiops.triton.plugins.module_utils import batch, s3_client, s3_sync
 from ansible_collections.aiops.triton.plugins.module_utils.s3_sync_errors import S3SyncError
 from ansible_collections.aiops.triton.plugins.module_utils.model_name import ModelNameError, check_model_name
 
+BATCH_OPTIONS = dict(
+    model=dict(type="str", required=True),
+    versions=dict(type="list", elements="int"),
+    latest=dict(type="int"),
+    keep_versions=dict(type="int"),
+    verified_versions=dict(type="list", elements="int"),
+)
 
-def run(module):
-    params = module.params
-    if params["state"] == "absent":
-        if params["latest"] is not None:
-            raise S3SyncError("latest is only for state=present; list the versions to remove")
-        return s3_sync.sync_absent(params["repository"], params["model"], params["versions"], module.check_mode)
-    if not s3_client.HAS_BOTO3:
-        module.fail_json(msg=missing_required_lib("boto3"), exception=s3_client.BOTO3_IMPORT_ERROR)
-    client = s3_client.make_client(
+
+def make_client(params):
+    return s3_client.make_client(
         endpoint_url=params["endpoint_url"], region=params["region"], access_key=params["access_key"],
         secret_key=params["secret_key"], session_token=params["session_token"], profile=params["profile"],
         validate_certs=params["validate_certs"], ca_bundle=params["ca_bundle"], checksum_mode=params["checksum_mode"],
         concurrency=params["concurrency"], timeout=params["timeout"])
+
+
+def sync_one(params, client, check_mode):
+    if params["state"] == "absent":
+        return s3_sync.sync_absent(params["repository"], params["model"], params["versions"], check_mode)
     return s3_sync.sync_present(
-        client, params["bucket"], params["prefix"], params["model"], params["repository"],
+        client(), params["bucket"], params["prefix"], params["model"], params["repository"],
         versions=params["versions"], latest=params["latest"], keep_versions=params["keep_versions"],
         concurrency=params["concurrency"], part_size=params["part_size_mb"] * 1024 * 1024,
-        allow_unverified=params["allow_unverified"], check_mode=module.check_mode,
+        allow_unverified=params["allow_unverified"], check_mode=check_mode,
         verified=params["verified_versions"], prune=params["prune_versions"])
 
 
@@ -319,6 +383,12 @@ def validate(params):
         check_model_name(params["model"], "model")
     except ModelNameError as exc:
         raise S3SyncError(str(exc))
+    if params["versions"] is not None and params["latest"] is not None:
+        raise S3SyncError("versions and latest are mutually exclusive")
+    if params["state"] == "present" and params["versions"] is None and params["latest"] is None:
+        raise S3SyncError("state is present but any of the following are missing: versions, latest")
+    if params["state"] == "absent" and params["latest"] is not None:
+        raise S3SyncError("latest is only for state=present; list the versions to remove")
     for name in ("keep_versions", "latest", "concurrency", "part_size_mb", "timeout"):
         value = params[name]
         if value is not None and value < (0 if name == "keep_versions" else 1):
@@ -327,12 +397,39 @@ def validate(params):
         raise S3SyncError("versions must be non-negative integers")
 
 
+def runner(module):
+    """``run_one(params)`` for batch: one S3 client for every model, made when the first model needs it."""
+    made = []
+
+    def client():
+        if not made:
+            if not s3_client.HAS_BOTO3:
+                module.fail_json(msg=missing_required_lib("boto3"), exception=s3_client.BOTO3_IMPORT_ERROR)
+            made.append(make_client(module.params))
+        return made[0]
+
+    def run_one(params):
+        try:
+            validate(params)
+            result = sync_one(params, client, module.check_mode)
+        except S3SyncError as exc:
+            raise batch.ItemFailed(str(exc), model=params["model"])
+        plan = result.pop("plan")
+        diff = result.pop("diff")
+        result.update(versions_added=plan["add"], versions_replaced=plan["replace"], versions_removed=plan["remove"],
+                      versions_kept=plan["kept"], model_path=diff["before_header"], model=params["model"])
+        if module._diff:
+            result["diff"] = diff
+        return result
+    return run_one
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             bucket=dict(type="str", required=True),
             prefix=dict(type="str", default=""),
-            model=dict(type="str", required=True),
+            model=dict(type="str"),
             versions=dict(type="list", elements="int"),
             latest=dict(type="int"),
             repository=dict(type="path", required=True),
@@ -353,24 +450,18 @@ def main():
             timeout=dict(type="int", default=60),
             part_size_mb=dict(type="int", default=16),
             allow_unverified=dict(type="bool", default=False),
+            batch=dict(type="list", elements="dict", options=BATCH_OPTIONS),
         ),
-        mutually_exclusive=[("versions", "latest"), ("profile", "access_key"), ("profile", "secret_key")],
+        mutually_exclusive=[("versions", "latest"), ("profile", "access_key"), ("profile", "secret_key"),
+                            ("model", "batch"), ("versions", "batch"), ("latest", "batch"), ("verified_versions", "batch")],
+        required_one_of=[("model", "batch")],
         required_together=[("access_key", "secret_key")],
-        required_if=[("state", "present", ("versions", "latest"), True)],
         supports_check_mode=True,
     )
-    try:
-        validate(module.params)
-        result = run(module)
-    except S3SyncError as exc:
-        module.fail_json(msg=str(exc))
-    plan = result.pop("plan")
-    diff = result.pop("diff")
-    result.update(versions_added=plan["add"], versions_replaced=plan["replace"], versions_removed=plan["remove"],
-                  versions_kept=plan["kept"], model_path=diff["before_header"])
-    if module._diff:
-        result["diff"] = diff
-    module.exit_json(**result)
+    run_one = runner(module)
+    if module.params["batch"] is not None:
+        batch.answer(module, batch.run(module.params, run_one))
+    batch.answer_one(module, module.params, run_one)
 
 
 if __name__ == "__main__":

@@ -49,8 +49,31 @@ options:
       - Model name, as in the model repository.
       - Refused before Triton is contacted when it cannot be a model directory name
         (see M(aiops.triton.triton_model_config)'s O(aiops.triton.triton_model_config#module:name)).
+      - Exactly one of O(name) and O(batch) is required.
     type: str
-    required: true
+  batch:
+    description:
+      - Several models in one call (one module start-up on the host instead of one task per model), each element
+        a O(name) with its own O(versions) and O(reload), over the other options (O(state), O(repository_config),
+        O(timeout), the connection). Models are handled in the order given, so an ensemble listed after the models
+        it calls loads after them.
+      - Every element is handled, even after one failed, as a loop would; the task then fails naming each failed
+        model. The per-model return values are in RV(results), in the order given.
+    type: list
+    elements: dict
+    version_added: 0.2.0
+    suboptions:
+      name:
+        description: As O(name).
+        type: str
+        required: true
+      versions:
+        description: As O(versions).
+        type: list
+        elements: int
+      reload:
+        description: As O(reload); the shared value when not set.
+        type: bool
   state:
     description:
       - V(loaded) ensures the model serves (at O(versions) when given).
@@ -105,6 +128,14 @@ EXAMPLES = r"""
     reload: true
     api_key: "{{ triton_server_api_key }}"
 
+- name: Every model of the host at its pinned versions in one call, reloading those whose files changed
+  aiops.triton.triton_model:
+    repository_config: true
+    batch:
+      - {name: metric_anomaly, versions: [3], reload: true}
+      - {name: log_classifier, versions: [1]}
+    api_key: "{{ triton_server_api_key }}"
+
 - name: Take a model out of service
   aiops.triton.triton_model:
     name: capacity_forecast
@@ -113,31 +144,42 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+results:
+  description:
+    - With O(batch), one result per element, in order, with the return values below (those of the element's model)
+      and C(item), the element; a failed one has C(failed) and C(msg). Without O(batch) the values below are
+      returned at the top level.
+  returned: with O(batch)
+  type: list
+  elements: dict
+  sample: [{"item": {"name": "metric_anomaly", "versions": [3]}, "name": "metric_anomaly", "changed": false,
+            "before": [3], "after": [3], "action": "none", "states": [{"version": 3, "state": "READY", "reason": ""}]}]
+  version_added: 0.2.0
 name:
   description: Model name.
-  returned: always
+  returned: always (with O(batch), in each element of RV(results))
   type: str
   sample: metric_anomaly
 before:
   description: Versions that were C(READY) before the module ran.
-  returned: always
+  returned: always (with O(batch), in each element of RV(results))
   type: list
   elements: int
   sample: [2]
 after:
   description: Versions C(READY) when the module returned (in check mode, the versions it would leave).
-  returned: always
+  returned: always (with O(batch), in each element of RV(results))
   type: list
   elements: int
   sample: [3]
 action:
   description: What the module did, one of C(none), C(load), C(unload).
-  returned: always
+  returned: always (with O(batch), in each element of RV(results))
   type: str
   sample: load
 states:
   description: Every version Triton knows of the model with its state and reason, after the change.
-  returned: always
+  returned: always (with O(batch), in each element of RV(results))
   type: list
   elements: dict
   sample: [{"version": 2, "state": "UNLOADING", "reason": ""}, {"version": 3, "state": "READY", "reason": ""}]
@@ -147,6 +189,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.aiops.triton.plugins.module_utils import batch
 from ansible_collections.aiops.triton.plugins.module_utils.model_name import ModelNameError, check_model_name
 from ansible_collections.aiops.triton.plugins.module_utils.triton_api import (
     CONNECTION_ARGSPEC, TritonApiError, TritonClient)
@@ -260,36 +303,54 @@ def ensure(client, params, check_mode):
                 diff=dict(before={"name": name, "ready_versions": before}, after={"name": name, "ready_versions": after}))
 
 
+def runner(module, client):
+    """``run_one(params)``: one model to its state, a failure as a batch.ItemFailed naming the model."""
+    def run_one(params):
+        try:
+            check_model_name(params["name"], "name")
+        except ModelNameError as exc:
+            raise batch.ItemFailed(str(exc), name=params["name"])
+        if params["versions"] is not None and not params["versions"]:
+            raise batch.ItemFailed("versions must list at least one version; use state=unloaded to unload the model",
+                                   name=params["name"])
+        try:
+            result = ensure(client, params, module.check_mode)
+        except TritonModelError as exc:
+            raise batch.ItemFailed(str(exc), name=params["name"], **exc.details)
+        if not module._diff:
+            result.pop("diff")
+        return result
+    return run_one
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             CONNECTION_ARGSPEC,
-            name=dict(type="str", required=True),
+            name=dict(type="str"),
             state=dict(type="str", choices=["loaded", "unloaded"], default="loaded"),
             versions=dict(type="list", elements="int"),
             config=dict(type="dict"),
             reload=dict(type="bool", default=False),
             repository_config=dict(type="bool", default=False),
             timeout=dict(type="int", default=300),
+            batch=dict(type="list", elements="dict", options=dict(
+                name=dict(type="str", required=True),
+                versions=dict(type="list", elements="int"),
+                reload=dict(type="bool"),
+            )),
         ),
+        mutually_exclusive=[("name", "batch"), ("versions", "batch"), ("config", "batch")],
+        required_one_of=[("name", "batch")],
         supports_check_mode=True,
     )
     params = module.params
-    try:
-        check_model_name(params["name"], "name")
-    except ModelNameError as exc:
-        module.fail_json(msg=str(exc))
-    if params["versions"] is not None and not params["versions"]:
-        module.fail_json(msg="versions must list at least one version; use state=unloaded to unload the model")
     client = TritonClient(params["url"], api_key=params["api_key"], api_key_header=params["api_key_header"],
                           timeout=params["timeout"])
-    try:
-        result = ensure(client, params, module.check_mode)
-    except TritonModelError as exc:
-        module.fail_json(msg=str(exc), name=params["name"], **exc.details)
-    if not module._diff:
-        result.pop("diff")
-    module.exit_json(**result)
+    run_one = runner(module, client)
+    if params["batch"] is not None:
+        batch.answer(module, batch.run(params, run_one))
+    batch.answer_one(module, params, run_one)
 
 
 if __name__ == "__main__":

@@ -62,20 +62,20 @@ options:
         it must not be empty, C(.) or C(..), contain C(/), a NUL byte or a control character (newline, tab, ...),
         start with C(.), start or end with whitespace, or be longer than 255 bytes. Triton itself refuses the
         empty name, C(..) and C(/); the other rules are stricter than Triton."
-      - Required unless O(validate_only=true); then it defaults to the configuration's C(name), or else to the name of
-        the directory that holds O(src).
+      - Required unless O(validate_only=true) or O(batch) is given; with O(validate_only=true) it defaults to the
+        configuration's C(name), or else to the name of the directory that holds O(src).
     type: str
   config:
     description:
       - The model configuration, keyed by C(ModelConfig) field names.
-      - Exactly one of O(config) and O(src) is required.
+      - Exactly one of O(config), O(src) and O(batch) is required.
     type: dict
   src:
     description:
       - Path, on the host that runs the module, of an existing C(config.pbtxt) to check (and, unless O(validate_only=true),
         write in canonical form) instead of O(config).
       - For a file on the controller, pass O(config) with the P(aiops.triton.model_config_from_pbtxt#filter) filter instead.
-      - Exactly one of O(config) and O(src) is required.
+      - Exactly one of O(config), O(src) and O(batch) is required.
     type: path
   validate_only:
     description:
@@ -115,6 +115,25 @@ options:
     type: list
     elements: str
     default: []
+  batch:
+    description:
+      - Several models in one call (one module start-up on the host instead of one task per model), each
+        element a O(name) and its O(config), over the other options.
+      - Every element is checked (and, unless in check mode or with O(validate_only=true), written), even after one
+        failed, as a loop would; the task then fails naming each failed model. The per-model return values are in
+        RV(results), in the order given.
+    type: list
+    elements: dict
+    version_added: 0.2.0
+    suboptions:
+      name:
+        description: As O(name).
+        type: str
+        required: true
+      config:
+        description: As O(config).
+        type: dict
+        required: true
   models:
     description:
       - Configurations of the other models in the repository, keyed by model name. When given and the configuration is
@@ -174,6 +193,12 @@ EXAMPLES = r"""
     config: "{{ triton_models.alert_triage }}"
     models: "{{ triton_models }}"
 
+- name: Write every model's config in one call, each ensemble checked against the others
+  aiops.triton.triton_model_config:
+    repository: /var/lib/triton/models
+    batch: "{{ triton_models | dict2items(key_name='name', value_name='config') }}"
+    models: "{{ triton_models }}"
+
 - name: Check a config.pbtxt that is already on the host, without writing anything
   aiops.triton.triton_model_config:
     src: /srv/incoming/anomaly_detector/config.pbtxt
@@ -193,6 +218,17 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+results:
+  description:
+    - With O(batch), one result per element, in order, with the return values below (those of the element's model)
+      and C(item), the element; a failed one has C(failed) and C(msg). Without O(batch) the values below are
+      returned at the top level.
+  returned: with O(batch)
+  type: list
+  elements: dict
+  sample: [{"item": {"name": "anomaly_detector", "config": {"platform": "onnxruntime_onnx"}}, "changed": false,
+            "path": "/var/lib/triton/models/anomaly_detector/config.pbtxt"}]
+  version_added: 0.2.0
 path:
   description: Path of the configuration file.
   returned: unless O(validate_only=true)
@@ -200,12 +236,12 @@ path:
   sample: /var/lib/triton/models/anomaly_detector/config.pbtxt
 content:
   description: The rendered C(config.pbtxt) text (what is, or in check mode would be, on disk; with O(validate_only=true), what would be written).
-  returned: always
+  returned: always (with O(batch), in each element of RV(results))
   type: str
   sample: "# Rendered by aiops.triton.triton_model_config; edits by hand are overwritten.\nname: \"anomaly_detector\"\n"
 config:
   description: The configuration that was rendered, after O(overrides) and the host override, in canonical form (unset fields dropped).
-  returned: always
+  returned: always (with O(batch), in each element of RV(results))
   type: dict
   sample: {"name": "anomaly_detector", "platform": "onnxruntime_onnx", "max_batch_size": 32}
 auto_complete:
@@ -214,12 +250,12 @@ auto_complete:
       version directory (C(platform) and/or C(backend)), as the module worked it out from that directory.
     - Null when it could not be worked out here (no O(repository), or no version directory yet) and is left to Triton;
       empty when the configuration names its platform or backend.
-  returned: always
+  returned: always (with O(batch), in each element of RV(results))
   type: dict
   sample: {"backend": "python"}
 host_overrides:
   description: Instance groups O(host_override) moved to C(KIND_CPU) on this host without NVIDIA GPUs, one sentence each.
-  returned: always
+  returned: always (with O(batch), in each element of RV(results))
   type: list
   elements: str
   sample: ["instance_group[0]: KIND_GPU -> KIND_CPU (this host has no NVIDIA GPU)"]
@@ -231,7 +267,7 @@ import traceback
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_bytes, to_native
 
-from ansible_collections.aiops.triton.plugins.module_utils import fs
+from ansible_collections.aiops.triton.plugins.module_utils import batch, fs
 from ansible_collections.aiops.triton.plugins.module_utils.model_config import (
     HAS_MODEL_CONFIG_PB2,
     IMPORT_ERROR,
@@ -310,8 +346,8 @@ def write_atomic(module, path, data, file_args):
     fs.write_atomic(path, data, ".%s." % CONFIG_FILE, prepare)
 
 
-def run(module, name, source):
-    params = module.params
+def run(module, name, source, params=None):
+    params = module.params if params is None else params
     overrides = []
     filled = {}
     canonical, text = build(params, name, source, changes=overrides, filled=filled)
@@ -341,6 +377,28 @@ def run(module, name, source):
     return result
 
 
+def runner(module):
+    """``run_one(params)``: one model's checks and render, every failure as a batch.ItemFailed naming the model."""
+    def run_one(params):
+        label = params["name"]  # None until known: a src that cannot be read is named by the message itself
+        if label is not None and params["repository"] is not None:
+            label = "%s/%s" % (params["repository"], label)
+        try:
+            if params["name"] is not None:
+                check_model_name(params["name"], "name")
+            source = load_source(params)
+            name = resolve_name(params, source)
+            label = name if params["repository"] is None else "%s/%s" % (params["repository"], name)
+            return run(module, name, source, params)
+        except ModelNameError as exc:
+            raise batch.ItemFailed(to_native(exc))
+        except ModelConfigError as exc:
+            raise batch.ItemFailed("%s: %s" % (label, to_native(exc)) if label else to_native(exc))
+        except (IOError, OSError) as exc:
+            raise batch.ItemFailed("cannot write %s config: %s" % (label, to_native(exc)), exception=traceback.format_exc())
+    return run_one
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -354,37 +412,31 @@ def main():
             host_override=dict(type="bool", default=True),
             pci_gpus=dict(type="list", elements="str", default=[]),
             models=dict(type="dict"),
+            batch=dict(type="list", elements="dict", options=dict(name=dict(type="str", required=True),
+                                                                  config=dict(type="dict", required=True))),
         ),
-        mutually_exclusive=[("config", "src")],
-        required_one_of=[("config", "src")],
-        required_if=[("validate_only", False, ("repository", "name"))],
+        mutually_exclusive=[("config", "src", "batch"), ("name", "batch")],
+        required_one_of=[("config", "src", "batch")],
         add_file_common_args=True,
         supports_check_mode=True,
     )
     params = module.params
-    label = params["name"]  # None until known: a src that cannot be read is named by the message itself
-    if label is not None and params["repository"] is not None:
-        label = "%s/%s" % (params["repository"], label)
-    try:
+    # required_if, by hand: with batch, each element names its model
+    missing = [key for key in ("repository", "name") if params[key] is None and not (key == "name" and params["batch"] is not None)]
+    if not params["validate_only"] and missing:
+        module.fail_json(msg="validate_only is False but all of the following are missing: %s" % ", ".join(missing))
+    if params["name"] is not None:
         # The name becomes a path: refuse a bad one before anything else happens.
-        if params["name"] is not None:
+        try:
             check_model_name(params["name"], "name")
-    except ModelNameError as exc:
-        module.fail_json(msg=to_native(exc))
+        except ModelNameError as exc:
+            module.fail_json(msg=to_native(exc))
     if not HAS_MODEL_CONFIG_PB2:
         module.fail_json(msg=missing_required_lib("tritonclient[grpc]"), exception=to_native(IMPORT_ERROR))
-    try:
-        source = load_source(params)
-        name = resolve_name(params, source)
-        label = name if params["repository"] is None else "%s/%s" % (params["repository"], name)
-        result = run(module, name, source)
-    except ModelNameError as exc:
-        module.fail_json(msg=to_native(exc))
-    except ModelConfigError as exc:
-        module.fail_json(msg="%s: %s" % (label, to_native(exc)) if label else to_native(exc))
-    except (IOError, OSError) as exc:
-        module.fail_json(msg="cannot write %s config: %s" % (label, to_native(exc)), exception=traceback.format_exc())
-    module.exit_json(**result)
+    run_one = runner(module)
+    if params["batch"] is not None:
+        batch.answer(module, batch.run(params, run_one))
+    batch.answer_one(module, params, run_one)
 
 
 if __name__ == "__main__":

@@ -240,11 +240,16 @@ def test_drift_is_named_in_check_mode_and_nothing_changes(lab):
         return next(body for name, body in tasks.items() if title in name)
     # each difference under its task, with the host and the model
     config = task("Validate every model config")  # check mode renders each config once, in the preflight
-    assert "changed: [localhost] => (item=add_sub)" in config and '-  key: "drift_probe"' in config, config
+    assert "changed: [localhost]" in config and '-  key: "drift_probe"' in config, config
     load = task("Load each model at exactly its pinned versions")
-    assert "changed: [localhost] => (item=add_sub)" in load and '"ready_versions": [\n-        2,\n-        5\n+        2' in load, load
+    assert "changed: [localhost]" in load and '"ready_versions": [\n-        2,\n-        5\n+        2' in load, load
     sync = task("Sync model versions")
-    assert "changed: [localhost] => (item=add_sub)" in sync and "\n+2 " in sync, sync
+    assert "changed: [localhost]" in sync and "\n+2 " in sync, sync
+    # the batch tasks name the host; this names each model and what would change
+    named = task("Name each model that changed")
+    for line in ("add_sub: files - fetch [2]", "add_sub: config.pbtxt - %s differs" % config_path,
+                 "add_sub: READY versions [2, 5] -> [2] (load)"):
+        assert line in named, (line, named)
     # and nothing changed
     assert config_path.read_text() == edited
     assert client.ready_versions("add_sub") == [2, 5]

@@ -34,11 +34,11 @@ def _scenarios():
 
 
 def _env():
+    # what `labctl.py env` exports, written here: validation reads them, no host or S3 is reached
     return dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collection"), ANSIBLE_FORCE_COLOR="0",
-               AIOPS_LAB_MODEL_DIR=os.path.join(ROOT, "model_repository"),
-               # what `labctl.py env` exports, written here: validation reads them, no host or S3 is reached
-               AIOPS_LAB_TRITON_API_KEY="0123456789abcdef0123456789abcdef", AIOPS_LAB_S3_ENDPOINT="http://127.0.0.1:9",
-               AIOPS_LAB_WHEELHOUSE="http://127.0.0.1:9/", AWS_ACCESS_KEY_ID="written", AWS_SECRET_ACCESS_KEY="written")
+                AIOPS_LAB_MODEL_DIR=os.path.join(ROOT, "model_repository"),
+                AIOPS_LAB_TRITON_API_KEY="0123456789abcdef0123456789abcdef", AIOPS_LAB_S3_ENDPOINT="http://127.0.0.1:9",
+                AIOPS_LAB_WHEELHOUSE="http://127.0.0.1:9/", AWS_ACCESS_KEY_ID="written", AWS_SECRET_ACCESS_KEY="written")
 
 
 def _validate(inventory):

@@ -177,6 +177,27 @@ def test_unparsable_config_file_points_at_the_log(server, client):
     assert client.ready_versions("add_sub") == [2]
 
 
+def test_batch_goes_on_after_a_failed_model_and_names_it(server, client):
+    ensure(client, [2])
+    base = {"url": server.http_url, "api_key": KEY}
+    batch = [{"name": "no_such_model", "versions": [1]}, {"name": "add_sub", "versions": [1]}]
+    check = run_module("triton_model", dict(base, batch=batch), check_mode=True)
+    assert check["results"][1]["action"] == "load" and client.ready_versions("add_sub") == [2]
+    result = run_module("triton_model", dict(base, batch=batch, repository_config=False))
+    assert result["failed"] is True and result["changed"] is True
+    missing, add_sub = result["results"]
+    assert missing["failed"] is True and "no_such_model" in missing["msg"] and missing["msg"] in result["msg"]
+    assert missing["item"] == {"name": "no_such_model", "versions": [1]}
+    # the model after the failed one was still loaded, as a loop would have
+    assert (add_sub["name"], add_sub["before"], add_sub["after"], add_sub["changed"]) == ("add_sub", [2], [1], True)
+    assert client.infer("add_sub", ADD_SUB_INPUTS)["VERSION"]["data"] == [1]
+    again = run_module("triton_model", dict(base, batch=[{"name": "add_sub", "versions": [1]}]))
+    assert again["changed"] is False and again["results"][0]["action"] == "none"
+    # an element's reload replaces the shared one
+    reload = run_module("triton_model", dict(base, reload=False, batch=[{"name": "add_sub", "versions": [1], "reload": True}]))
+    assert reload["changed"] is True and reload["results"][0]["action"] == "load"
+
+
 def test_unload_and_load_again(server, client):
     ensure(client, [2])
     result = run_module("triton_model", args(server, state="unloaded"))
