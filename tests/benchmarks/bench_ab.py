@@ -15,6 +15,7 @@ changed something or failed, 2 before anything starts when the machine is loaded
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -48,13 +49,22 @@ def run_site(env, root, limit, log):
     lab inventory of this checkout."""
     argv = ["ansible-playbook", "-i", os.path.join(ROOT, "inventories", "lab"), "site.yml", "--limit", limit]
     env = dict(env, ANSIBLE_COLLECTIONS_PATH=os.path.join(root, ".collection"))
+    cpu_before = children_cpu()
     start = time.monotonic()
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=root, check=False)
     wall = time.monotonic() - start
+    cpu = children_cpu() - cpu_before
     with open(log, "a", encoding="utf-8") as handle:
         run = (" ".join(argv), root, wall, proc.returncode, proc.stdout, proc.stderr)
         handle.write("### %s in %s (%.1f s, rc %d)\n%s\n%s\n" % run)
-    return wall, proc.returncode, parse_recap(proc.stdout)
+    return wall, cpu, proc.returncode, parse_recap(proc.stdout)
+
+
+def children_cpu():
+    """CPU-seconds of every finished descendant: ansible-playbook, its forks and, through the lab's nsenter
+    transport, the hosts' module processes (less noisy than wall time on a shared machine)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def order(sizes, rounds):
@@ -66,16 +76,21 @@ def order(sizes, rounds):
     return runs
 
 
-def summarize(walls, sizes):
-    """Per size: the runs, medians, per-host medians and change / baseline."""
+def summarize(walls, sizes, cpus=None):
+    """Per size: the runs, medians, per-host medians and change / baseline (wall time; CPU-seconds too when given)."""
     rows = []
     for size in sizes:
         base, change = statistics.median(walls[(size, "baseline")]), statistics.median(walls[(size, "change")])
-        rows.append({"hosts": size, "baseline_runs": [round(w, 1) for w in walls[(size, "baseline")]],
+        cpu = {}
+        if cpus:
+            cpu_base, cpu_change = statistics.median(cpus[(size, "baseline")]), statistics.median(cpus[(size, "change")])
+            cpu = {"baseline_cpu_s": round(cpu_base, 1), "change_cpu_s": round(cpu_change, 1),
+                   "cpu_ratio": round(cpu_change / cpu_base, 3)}
+        rows.append(dict(cpu, **{"hosts": size, "baseline_runs": [round(w, 1) for w in walls[(size, "baseline")]],
                      "change_runs": [round(w, 1) for w in walls[(size, "change")]],
                      "baseline_s": round(base, 1), "change_s": round(change, 1),
                      "baseline_per_host_s": round(base / size, 2), "change_per_host_s": round(change / size, 2),
-                     "ratio": round(change / base, 3)})
+                     "ratio": round(change / base, 3)}))
     return rows
 
 
@@ -96,30 +111,33 @@ def main(argv=None):
     open(log, "w").close()
     env = lab_env()
     walls = dict(((size, variant), []) for size in sizes for variant in ("baseline", "change"))
+    cpus = dict((key, []) for key in walls)
     bad = []
     for size, variant in order(sizes, args.rounds):
         limit = ",".join("lab-%d" % i for i in range(1, size + 1))
-        wall, rc, recap = run_site(env, BASELINE if variant == "baseline" else ROOT, limit, log)
+        wall, cpu, rc, recap = run_site(env, BASELINE if variant == "baseline" else ROOT, limit, log)
         walls[(size, variant)].append(wall)
+        cpus[(size, variant)].append(cpu)
         problems = [h for h, r in recap.items() if r["changed"] or r["failed"] or r["unreachable"]]
         if rc != 0 or problems or len([h for h in recap if h.startswith("lab-")]) != size:
             bad.append("%d hosts (%s): rc %d, changed/failed on %s" % (size, variant, rc, problems or "?"))
-        print("%d hosts, %s: %.1f s (rc %d)" % (size, variant, wall, rc), flush=True)
+        print("%d hosts, %s: %.1f s, %.0f CPU-s (rc %d)" % (size, variant, wall, cpu, rc), flush=True)
     _load.finish(load)
-    rows = summarize(walls, sizes)
+    rows = summarize(walls, sizes, cpus)
     result = {"baseline": commit, "change": head + (" + uncommitted changes" if dirty else ""), "rows": rows,
               "failures": bad, "cpus": os.cpu_count(), "load": load.as_dict()}
     with open(os.path.join(ROOT, "build", "bench_ab.json"), "w", encoding="utf-8") as handle:
         json.dump(result, handle, indent=1)
     lines = ["", "Baseline %s, change %s." % (commit[:10], result["change"][:10] + result["change"][40:]), "",
              "| Hosts | Baseline runs (s) | Change runs (s) | Baseline median (s) | Change median (s) "
-             "| Per host: baseline / change (s) | Change / baseline |",
-             "|---:|---|---|---:|---:|---:|---:|"]
+             "| Per host: baseline / change (s) | Change / baseline | CPU-s: baseline / change | CPU change / baseline |",
+             "|---:|---|---|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
-        lines.append("| %d | %s | %s | %.1f | %.1f | %.2f / %.2f | %.3f |" % (
+        lines.append("| %d | %s | %s | %.1f | %.1f | %.2f / %.2f | %.3f | %.0f / %.0f | %.3f |" % (
             row["hosts"], ", ".join("%.1f" % w for w in row["baseline_runs"]),
             ", ".join("%.1f" % w for w in row["change_runs"]), row["baseline_s"], row["change_s"],
-            row["baseline_per_host_s"], row["change_per_host_s"], row["ratio"]))
+            row["baseline_per_host_s"], row["change_per_host_s"], row["ratio"], row["baseline_cpu_s"],
+            row["change_cpu_s"], row["cpu_ratio"]))
     lines += ["", load.describe()]
     print(_load.mark_tables("\n".join(lines), load))
     if bad:

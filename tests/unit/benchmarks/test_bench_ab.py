@@ -33,3 +33,18 @@ def test_export_baseline_is_the_ref_with_its_collection_link(tmp_path):
     assert os.path.realpath(link) == os.path.realpath(dest)
     assert os.path.isfile(os.path.join(link, "galaxy.yml")) and os.path.isfile(os.path.join(dest, "site.yml"))
     assert not os.path.exists(os.path.join(dest, ".git"))
+
+
+def test_summarize_cpu_seconds_when_given():
+    walls = {(8, "baseline"): [100.0], (8, "change"): [80.0]}
+    cpus = {(8, "baseline"): [200.0, 220.0], (8, "change"): [150.0, 160.0]}
+    row = bench_ab.summarize(walls, [8], cpus)[0]
+    assert (row["baseline_cpu_s"], row["change_cpu_s"], row["cpu_ratio"]) == (210.0, 155.0, round(155 / 210, 3))
+    assert "cpu_ratio" not in bench_ab.summarize(walls, [8])[0]
+
+
+def test_children_cpu_counts_a_finished_child():
+    import subprocess
+    before = bench_ab.children_cpu()
+    subprocess.run([sys.executable, "-c", "sum(i * i for i in range(3000000))"], check=True)
+    assert bench_ab.children_cpu() - before > 0.05
