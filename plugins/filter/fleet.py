@@ -176,7 +176,7 @@ def model_changes(models, sync_results, config_results, load_results):
                       ("recovered", "clean up")) if sync.get(key)]
             lines.append("%s: files - %s" % (name, ", ".join(parts) or "changed"))
         if config.get("changed"):
-            lines.append("%s: config.pbtxt - %s differs from the one rendered from the inventory"
+            lines.append("%s: config.pbtxt - %s is not what the inventory renders"
                          % (name, config.get("path") or "the file"))
         if load.get("changed"):
             moved = (name, load.get("before"), load.get("after"), load.get("action", "load"))

@@ -247,7 +247,7 @@ def test_drift_is_named_in_check_mode_and_nothing_changes(lab):
     assert "changed: [localhost]" in sync and "\n+2 " in sync, sync
     # the batch tasks name the host; this names each model and what would change
     named = task("Name each model that changed")
-    for line in ("add_sub: files - fetch [2]", "add_sub: config.pbtxt - %s differs" % config_path,
+    for line in ("add_sub: files - fetch [2]", "add_sub: config.pbtxt - %s is not what the inventory renders" % config_path,
                  "add_sub: READY versions [2, 5] -> [2] (load)"):
         assert line in named, (line, named)
     # and nothing changed

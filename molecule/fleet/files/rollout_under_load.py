@@ -217,7 +217,7 @@ def main():
     after = subprocess.run(["podman", "exec", "fleet-3", "cat", config], capture_output=True, text=True, check=True).stdout
     results["check_drift"] = {"rc": proc.returncode, "changed": recap_changed(proc.stdout), "render": render[-1:] and render[-1][-1500:]}
     check(proc.returncode == 0 and render and "changed: [fleet-3]" in render[-1] and '-  key: "drift_probe"' in render[-1]
-          and named and "ok: [fleet-3]" in named[-1] and "anomaly_detector: config.pbtxt - %s differs" % config in named[-1],
+          and named and "ok: [fleet-3]" in named[-1] and "anomaly_detector: config.pbtxt - %s is not what the inventory renders" % config in named[-1],
           "check mode did not name fleet-3's hand-edited config: %s %s" % (render, named), results, args.results)
     check(recap_changed(proc.stdout).get("fleet-1") == 0 and recap_changed(proc.stdout).get("fleet-2") == 0,
           "check mode reported changes on undrifted hosts: %s" % recap_changed(proc.stdout), results, args.results)

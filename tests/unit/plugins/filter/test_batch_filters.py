@@ -50,7 +50,7 @@ def test_model_changes_names_each_model_and_kind_of_change():
     assert FilterModule().filters()["model_changes"](PRESENT, sync, config, load) == [
         "anomaly_detector: files - fetch [2], remove [1]",
         "anomaly_detector: READY versions [1] -> [2] (load)",
-        "alert_classifier: config.pbtxt - /m/alert_classifier/config.pbtxt differs from the one rendered from the inventory",
+        "alert_classifier: config.pbtxt - /m/alert_classifier/config.pbtxt is not what the inventory renders",
         "alert_classifier: READY versions [1] -> [1] (load)",
         "ops_pipeline: failed - Triton could not load model 'ops_pipeline'",
     ]
