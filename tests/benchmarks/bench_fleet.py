@@ -39,7 +39,7 @@ import time
 import yaml
 
 import _load
-from bench_converge import ROOT, lab_env, parse_recap
+from bench_converge import ROOT, is_no_change, lab_env, parse_recap, recap_problems
 
 sys.path[:0] = [os.path.join(ROOT, "molecule"), os.path.join(ROOT, "lab"), os.path.join(ROOT, ".collection")]
 import lab_hosts  # noqa: E402  (molecule/lab_hosts.py: host readers shared with the molecule drivers)
@@ -231,8 +231,8 @@ def rollout(env, size, version, workdir, log, lb_ip):
 def no_change(env, inventory, transport, size, log):
     hosts = names(size)
     run = playbook(env, inventory, "site.yml", ",".join(hosts), log)
-    problems = sorted(h for h, r in run["recap"].items() if r["changed"] or r["failed"] or r["unreachable"])
-    ok = run["rc"] == 0 and not problems and sorted(h for h in run["recap"] if h.startswith("lab-")) == sorted(hosts)
+    problems = recap_problems(run["recap"])
+    ok = is_no_change(run["rc"], run["recap"], hosts)
     print("no-change at %d hosts (%s): %.1f s, rc %d, controller %.0f CPU-s, peak %.0f MiB, changed/failed on %s" % (
         size, transport, run["wall"], run["rc"], run["cpu"], run["peak_pss_mib"], problems or "none"), flush=True)
     return {"hosts": size, "transport": transport, "seconds": round(run["wall"], 1), "rc": run["rc"],

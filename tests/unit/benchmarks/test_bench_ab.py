@@ -48,3 +48,15 @@ def test_children_cpu_counts_a_finished_child():
     before = bench_ab.children_cpu()
     subprocess.run([sys.executable, "-c", "sum(i * i for i in range(3000000))"], check=True)
     assert bench_ab.children_cpu() - before > 0.05
+
+
+def test_is_no_change_needs_rc_0_no_changed_host_and_exactly_the_limited_hosts():
+    import bench_converge
+    clean = {"ok": 10, "changed": 0, "unreachable": 0, "failed": 0}
+    recap = {"lab-1": clean, "lab-2": clean, "localhost": dict(clean, changed=1)}
+    assert bench_converge.recap_problems(recap) == ["localhost"]
+    recap["localhost"] = clean
+    assert bench_converge.is_no_change(0, recap, ["lab-1", "lab-2"])
+    assert not bench_converge.is_no_change(2, recap, ["lab-1", "lab-2"])
+    assert not bench_converge.is_no_change(0, recap, ["lab-1", "lab-2", "lab-3"])  # a host missing from the recap
+    assert not bench_converge.is_no_change(0, dict(recap, **{"lab-2": dict(clean, failed=1)}), ["lab-1", "lab-2"])
