@@ -346,8 +346,7 @@ def write_atomic(module, path, data, file_args):
     fs.write_atomic(path, data, ".%s." % CONFIG_FILE, prepare)
 
 
-def run(module, name, source, params=None):
-    params = module.params if params is None else params
+def run(module, name, source, params):
     overrides = []
     filled = {}
     canonical, text = build(params, name, source, changes=overrides, filled=filled)
