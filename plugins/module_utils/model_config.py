@@ -21,21 +21,57 @@ __metaclass__ = type
 
 import copy
 import difflib
+import importlib.util
 import os
 import struct
+import sys
 
 from ansible_collections.aiops.triton.plugins.module_utils.model_config_errors import ModelConfigError
 from ansible_collections.aiops.triton.plugins.module_utils import model_config_rules
 
-try:
-    from google.protobuf import text_encoding, text_format
-    from google.protobuf.descriptor import FieldDescriptor
-    from tritonclient.grpc import model_config_pb2
-    HAS_MODEL_CONFIG_PB2 = True
-    IMPORT_ERROR = None
-except ImportError as exc:  # reported by callers through missing_required_lib
-    HAS_MODEL_CONFIG_PB2 = False
-    IMPORT_ERROR = exc
+# protobuf and Triton's proto are imported on first use (_require_pb2), and the proto straight from its file:
+# importing tritonclient.grpc runs its package __init__ (grpc, numpy, ml_dtypes: ~0.15 s), and every Ansible
+# worker that loads one of the collection's filters, and every module that imports this file only for its
+# helpers, paid that per host and task.
+text_encoding = text_format = FieldDescriptor = model_config_pb2 = None
+_PB2_MODULE = "tritonclient.grpc.model_config_pb2"
+
+
+def _find_model_config_pb2():
+    """(path of tritonclient's model_config_pb2.py, None) or (None, ImportError); nothing is imported."""
+    try:
+        if importlib.util.find_spec("google.protobuf") is None:
+            return None, ImportError("No module named 'google.protobuf'")
+        spec = importlib.util.find_spec("tritonclient")
+    except (ImportError, ValueError) as exc:
+        return None, ImportError(str(exc))
+    for base in (spec.submodule_search_locations or []) if spec is not None else []:
+        path = os.path.join(base, "grpc", "model_config_pb2.py")
+        if os.path.isfile(path):
+            return path, None
+    return None, ImportError("No module named '%s'" % _PB2_MODULE)
+
+
+_PB2_PATH, IMPORT_ERROR = _find_model_config_pb2()
+HAS_MODEL_CONFIG_PB2 = IMPORT_ERROR is None
+
+
+def _import_model_config_pb2():
+    """Triton's model_config_pb2 under its own name, without running tritonclient.grpc's package __init__.
+
+    A later ``import tritonclient.grpc`` in the same process finds it in sys.modules and uses this one."""
+    if _PB2_MODULE in sys.modules:
+        return sys.modules[_PB2_MODULE]
+    spec = importlib.util.spec_from_file_location(_PB2_MODULE, _PB2_PATH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[_PB2_MODULE] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[_PB2_MODULE]
+        raise
+    return module
+
 
 __all__ = [
     "ModelConfigError", "HAS_MODEL_CONFIG_PB2", "IMPORT_ERROR", "HEADER",
@@ -48,8 +84,20 @@ _INT_TYPES = ("CPPTYPE_INT32", "CPPTYPE_INT64", "CPPTYPE_UINT32", "CPPTYPE_UINT6
 
 
 def _require_pb2():
+    """Import protobuf and Triton's proto once; raise ModelConfigError when they are missing."""
+    global text_encoding, text_format, FieldDescriptor, model_config_pb2  # pylint: disable=global-statement
+    if model_config_pb2 is not None:
+        return
     if not HAS_MODEL_CONFIG_PB2:
         raise ModelConfigError("tritonclient (model_config_pb2) and protobuf are required: %s" % IMPORT_ERROR)
+    try:
+        from google.protobuf import text_encoding as _text_encoding, text_format as _text_format
+        from google.protobuf.descriptor import FieldDescriptor as _field_descriptor
+        pb2 = _import_model_config_pb2()
+    except ImportError as exc:
+        raise ModelConfigError("tritonclient (model_config_pb2) and protobuf are required: %s" % exc)
+    text_encoding, text_format, FieldDescriptor = _text_encoding, _text_format, _field_descriptor
+    model_config_pb2 = pb2
 
 
 def _join(path, name):

@@ -13,9 +13,9 @@ module: host_files
 short_description: Ensure a host's directories and small files in one module call
 description:
   - Creates the directories of O(directories) and writes the files of O(files) (from text the controller
-    rendered, or from a file already on the host), and sets each one's owner, group and mode: what
-    M(ansible.builtin.file), M(ansible.builtin.copy) and M(ansible.builtin.template) do, for a whole set
-    in one call. A role that manages a dozen paths per host pays one module start-up on the host instead
+    rendered, or from a file already on the host), and sets each one's owner, group and mode. That is
+    what M(ansible.builtin.file), M(ansible.builtin.copy) and M(ansible.builtin.template) do, for a whole
+    set in one call. A role that manages a dozen paths per host pays one module start-up on the host instead
     of one or two per path, which is most of a no-change run's cost on a large fleet.
   - Directories first, then files, each in the order given. A file is written to a temporary file in its
     own directory, checked with its O(files[].validate) command, and renamed over the old one, so a reader
