@@ -295,7 +295,7 @@ def main():
     print("playbooks from: %s" % results["collections_path"])
     if args.start_at and os.path.exists(args.results):
         results["steps"] = json.load(open(args.results)).get("steps", {})
-    order = ["no_change_site", "a_flag_change_site", "b_rolling_reboot"] + [name for name, _v, _k in SEQUENCE] + [
+    order = ["no_change_site", "a_flag_change_check", "a_flag_change_site", "b_rolling_reboot"] + [name for name, _v, _k in SEQUENCE] + [
         "d_broken_canary", "e_drain_refused", "f_repair_canary"]
     skip = set(order[:order.index(args.start_at)]) if args.start_at else set()
     # what each good anomaly_detector version answers (its own graph run here); a failed one is never added
@@ -345,6 +345,8 @@ def main():
     if "no_change_site" not in skip:
         no_change(step, results, args)
     flag = {"triton_server_log_verbose": 1}
+    if "a_flag_change_check" not in skip:
+        flag_change_check(step, results, args, flag)
     if "a_flag_change_site" not in skip:
         flag_change(step, results, args, flag)
     if "b_rolling_reboot" not in skip:
@@ -395,6 +397,22 @@ def no_change(step, results, args):
     check(entry["before"]["pid"] == entry["after"]["pid"], "no-change site.yml restarted Triton", results, args.results)
     check(entry["max_out"] == 0, "no-change site.yml took hosts out of traffic: %s" % entry["out_of_traffic"],
           results, args.results)
+
+
+def flag_change_check(step, results, args, flag):
+    """The flag change in check mode, as an operator previews it: the unit's diff, and nothing else happens.
+
+    Before, a serving host whose server setup would change went through the drain in check mode, waited
+    triton_lb_drain_timeout for in-flight requests of a drain that never happened, and failed the run."""
+    entry, proc = step("a_flag_change_check", "site.yml", True, extra=("--check", "--diff"), servers_extra=flag)
+    check(entry["before"]["pid"] == entry["after"]["pid"], "a (check mode): Triton restarted", results, args.results)
+    check(entry["max_out"] == 0, "a (check mode): hosts were taken out of traffic: %s" % entry["out_of_traffic"],
+          results, args.results)
+    check(not any(unit_has(h, "--log-verbose=1") for h in HOSTS), "a (check mode): a unit was written",
+          results, args.results)
+    shown = [line for line in proc.stdout.splitlines() if line.startswith("+") and "--log-verbose=1" in line]
+    check(len(shown) >= len(HOSTS), "a (check mode): the unit's diff was shown %d times, not once per host (%d)"
+          % (len(shown), len(HOSTS)), results, args.results)
 
 
 def flag_change(step, results, args, flag):
