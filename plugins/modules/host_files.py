@@ -92,6 +92,7 @@ options:
         type: str
 notes:
   - Owner, group and mode are set the way M(ansible.builtin.file) sets them; SELinux contexts are not managed.
+  - A symbolic link at O(files[].dest) whose target differs is replaced by a regular file, not followed.
   - Not for large trees or archives; use M(ansible.builtin.copy) or M(ansible.builtin.unarchive).
 seealso:
   - module: ansible.builtin.file
