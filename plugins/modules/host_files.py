@@ -147,12 +147,11 @@ diff:
 import filecmp
 import os
 import shlex
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
 
-from ansible_collections.aiops.triton.plugins.module_utils.fs import fsync_dir
+from ansible_collections.aiops.triton.plugins.module_utils.fs import write_atomic
 
 _ATTRS = dict(owner=dict(type="str"), group=dict(type="str"), mode=dict(type="raw"))
 # A diff shows text up to this size, as ansible.builtin.copy's default (max_file_size_for_diff).
@@ -257,20 +256,11 @@ def _write(module, entry, kind, source):
     directory = os.path.dirname(dest)
     if not os.path.isdir(directory):
         raise PathFailed("%s: its directory %s does not exist" % (dest, directory))
-    fd, tmp = tempfile.mkstemp(prefix=".%s.aiops-" % os.path.basename(dest), dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            if kind == "path":
-                with open(source, "rb") as src:
-                    while True:
-                        chunk = src.read(1 << 20)
-                        if not chunk:
-                            break
-                        handle.write(chunk)
-            else:
-                handle.write(source)
-            handle.flush()
-            os.fsync(handle.fileno())
+    if kind == "path":
+        with open(source, "rb") as src:
+            source = src.read()
+
+    def prepare(tmp):
         # An existing file keeps what the entry does not name (as copy does); mkstemp's is 0600 root.
         if os.path.exists(dest):
             current = os.stat(dest)
@@ -279,12 +269,8 @@ def _write(module, entry, kind, source):
         module.set_fs_attributes_if_different(_file_args(module, tmp, entry), False, expand=False)
         if entry.get("validate"):
             _validate(module, entry["validate"], tmp, dest)
-        os.rename(tmp, dest)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    fsync_dir(directory)
+
+    write_atomic(dest, source, ".%s.aiops-" % os.path.basename(dest), prepare)
 
 
 def ensure_file(module, entry):
@@ -307,15 +293,14 @@ def ensure_file(module, entry):
 
 
 def main():
-    entry_attrs = dict(_ATTRS)
     module = AnsibleModule(
         argument_spec=dict(
             directories=dict(type="list", elements="dict", default=[],
-                             options=dict(path=dict(type="path", required=True), **entry_attrs)),
+                             options=dict(path=dict(type="path", required=True), **_ATTRS)),
             files=dict(type="list", elements="dict", default=[],
                        options=dict(dest=dict(type="path", required=True), content=dict(type="str"),
                                     secret_content=dict(type="str", no_log=True), remote_src=dict(type="path"),
-                                    validate=dict(type="str"), **entry_attrs)),
+                                    validate=dict(type="str"), **_ATTRS)),
         ),
         supports_check_mode=True,
     )
