@@ -12,12 +12,13 @@ DOCUMENTATION = r"""
 module: host_files
 short_description: Ensure a host's directories and small files in one module call
 description:
-  - Creates the directories of O(directories) and writes the files of O(files) (from text the controller
-    rendered, or from a file already on the host), and sets each one's owner, group and mode. That is
+  - Creates the directories of O(directories), writes the files of O(files) (from text the controller
+    rendered, or from a file already on the host) and copies the small directory trees of O(trees) that are
+    already on the host, and sets each one's owner, group and mode. That is
     what M(ansible.builtin.file), M(ansible.builtin.copy) and M(ansible.builtin.template) do, for a whole
     set in one call. A role that manages a dozen paths per host pays one module start-up on the host instead
     of one or two per path, which is most of a no-change run's cost on a large fleet.
-  - Directories first, then files, each in the order given. A file is written to a temporary file in its
+  - Directories first, then trees, then files, each in the order given. A file is written to a temporary file in its
     own directory, checked with its O(files[].validate) command, and renamed over the old one, so a reader
     sees the old file or the new one, never a part, and a file that fails its check is never installed.
   - The first path that cannot be set stops the call; the paths changed before it are named in the failure.
@@ -33,7 +34,9 @@ attributes:
     support: full
   diff_mode:
     support: full
-    details: Text files show their content before and after; files from O(files[].remote_src) and secrets show no content.
+    details:
+      - Text files show their content before and after; files from O(files[].remote_src) and secrets show no content.
+      - A tree shows the relative paths of the files it copied or whose owner, group or mode it set.
   platform:
     platforms: posix
 options:
@@ -56,6 +59,32 @@ options:
       mode:
         description: Mode as an octal string such as V("0755"); unchanged when omitted.
         type: raw
+  trees:
+    description:
+      - Directory trees already on the host to copy, as M(ansible.builtin.copy) with O(ansible.builtin.copy#module:remote_src=true)
+        and O(ansible.builtin.copy#module:mode=preserve) copies a directory's contents.
+      - Each regular file under O(trees[].src) is written to the same relative path under O(trees[].dest) when its
+        bytes differ, atomically as a file of O(files) is; files and directories keep the source's mode.
+      - Files under O(trees[].dest) that O(trees[].src) does not have are left alone.
+      - Only regular files and directories are copied; a symbolic link or other special file in O(trees[].src) fails the call.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      src:
+        description: Absolute path of the directory on the host whose contents are copied.
+        type: path
+        required: true
+      dest:
+        description: Absolute path of the directory to copy them into; created, with missing parents, when missing.
+        type: path
+        required: true
+      owner:
+        description: Owner of every directory and file copied; unchanged when omitted.
+        type: str
+      group:
+        description: Group of every directory and file copied; unchanged when omitted.
+        type: str
   files:
     description: Files to write. Exactly one of O(files[].content), O(files[].secret_content) and O(files[].remote_src) per file.
     type: list
@@ -93,7 +122,7 @@ options:
 notes:
   - Owner, group and mode are set the way M(ansible.builtin.file) sets them; SELinux contexts are not managed.
   - A symbolic link at O(files[].dest) whose target differs is replaced by a regular file, not followed.
-  - Not for large trees or archives; use M(ansible.builtin.copy) or M(ansible.builtin.unarchive).
+  - Not for large trees or archives (each file is read whole); use M(ansible.builtin.copy) or M(ansible.builtin.unarchive).
 seealso:
   - module: ansible.builtin.file
   - module: ansible.builtin.copy
@@ -106,6 +135,20 @@ EXAMPLES = r"""
     directories:
       - {path: /opt/tritonserver, owner: root, group: root, mode: "0755"}
       - {path: /etc/tritonserver, owner: root, group: root, mode: "0755"}
+
+- name: Copy the python backend out of the installed wheel and install the stub built for this host's Python
+  aiops.triton.host_files:
+    trees:
+      - src: /opt/tritonserver/venv/lib/python3.11/site-packages/pytriton/tritonserver/backends/python
+        dest: /opt/tritonserver/backends/python
+        owner: root
+        group: root
+    files:
+      - dest: /opt/tritonserver/backends/python/triton_python_backend_stub
+        remote_src: /opt/tritonserver/venv/lib/python3.11/site-packages/pytriton/tritonserver/python_backend_stubs/3.11/triton_python_backend_stub
+        owner: root
+        group: root
+        mode: "0755"
 
 - name: Install the unit and its key file in one call
   aiops.triton.host_files:
@@ -132,7 +175,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 changed_paths:
-  description: The paths that changed (or would change, in check mode), directories then files, in the order given.
+  description:
+    - The paths that changed (or would change, in check mode), directories, then trees, then files, in the order given.
+    - A tree is named by its O(trees[].dest) when any directory or file in it changed.
   returned: always
   type: list
   elements: str
@@ -147,6 +192,7 @@ diff:
 import filecmp
 import os
 import shlex
+import stat
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
@@ -292,6 +338,44 @@ def ensure_file(module, entry):
     return True, diff
 
 
+def _like(entry, mode, **path):
+    """A directory or file entry for a path in a tree: the tree's owner and group, the source's mode."""
+    return dict(path, owner=entry.get("owner"), group=entry.get("group"), mode="%04o" % stat.S_IMODE(mode))
+
+
+def ensure_tree(module, entry):
+    """(changed, diff) for one tree: src's directories and regular files copied under dest with src's modes."""
+    src, dest = entry["src"], entry["dest"]
+    if not os.path.isabs(src):
+        raise PathFailed("%s: src %s must be absolute" % (dest, src))
+    if os.path.islink(src) or not os.path.isdir(src):
+        raise PathFailed("%s: src %s is not a directory on this host" % (dest, src))
+    if os.path.commonpath([os.path.realpath(src), os.path.realpath(dest)]) == os.path.realpath(src):
+        raise PathFailed("%s: dest must not be inside src %s" % (dest, src))
+    changed = False
+    copied = []
+    for root, dirs, files in os.walk(src):
+        dirs.sort()
+        rel = os.path.relpath(root, src)
+        target = dest if rel == os.curdir else os.path.join(dest, rel)
+        changed |= ensure_directory(module, _like(entry, os.stat(root).st_mode, path=target))[0]
+        for name in sorted(dirs + files):
+            path = os.path.join(root, name)
+            info = os.lstat(path)
+            if stat.S_ISDIR(info.st_mode):
+                continue
+            if not stat.S_ISREG(info.st_mode):
+                raise PathFailed("%s: %s is not a regular file or directory (trees copy only those)" % (dest, path))
+            file_changed, file_diff = ensure_file(
+                module, _like(entry, info.st_mode, dest=os.path.join(target, name), remote_src=path))
+            if file_changed:
+                how = "copied from %s" % src if "after_header" in file_diff else "owner, group or mode set"
+                copied.append("%s (%s)\n" % (os.path.normpath(os.path.join(rel, name)), how))
+                changed = True
+    diff = {"before_header": dest, "after_header": dest, "before": "", "after": "".join(copied)}
+    return changed, diff
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -301,12 +385,16 @@ def main():
                        options=dict(dest=dict(type="path", required=True), content=dict(type="str"),
                                     secret_content=dict(type="str", no_log=True), remote_src=dict(type="path"),
                                     validate=dict(type="str"), **_ATTRS)),
+            trees=dict(type="list", elements="dict", default=[],
+                       options=dict(src=dict(type="path", required=True), dest=dict(type="path", required=True),
+                                    owner=dict(type="str"), group=dict(type="str"))),
         ),
         supports_check_mode=True,
     )
     changed_paths = []
     diffs = []
     steps = [(ensure_directory, entry["path"], entry) for entry in module.params["directories"]]
+    steps += [(ensure_tree, entry["dest"], entry) for entry in module.params["trees"]]
     steps += [(ensure_file, entry["dest"], entry) for entry in module.params["files"]]
     for ensure, path, entry in steps:
         if not os.path.isabs(path):

@@ -67,6 +67,12 @@ def run_task(tmp_path, role, name, variables):
                           capture_output=True, text=True, check=False, timeout=120)
 
 
+def models_vars(**registered):
+    """The registered readings, and the role's own choice between them (vars/main.yml's _triton_models_gpu)."""
+    with open(os.path.join(ROOT, "roles", "triton_models", "vars", "main.yml")) as handle:
+        return dict(registered, _triton_models_gpu=yaml.safe_load(handle)["_triton_models_gpu"])
+
+
 MODELS_ASSERT = ("triton_models", "Assert the NVIDIA driver answers where the PCI bus shows NVIDIA GPUs")
 SERVER_ASSERT = ("triton_server", "Assert the NVIDIA driver answers where the PCI bus shows NVIDIA GPUs (never a silent CPU server)")
 
@@ -74,21 +80,33 @@ SERVER_ASSERT = ("triton_server", "Assert the NVIDIA driver answers where the PC
 def test_broken_driver_fails_triton_models_preflight_naming_host_and_nvidia_smi(gpu_info, tmp_path):
     result = gpu_info("written_sysfs_pci_h100x2.txt", "written_no_driver.txt", 9)
     assert result["host_kind"] == "broken"
-    proc = run_task(tmp_path, *MODELS_ASSERT, variables={"__triton_models_gpu": result})
+    proc = run_task(tmp_path, *MODELS_ASSERT, variables=models_vars(__triton_models_gpu=result))
     assert proc.returncode == 2, proc.stdout
     out = " ".join(proc.stdout.split())
     assert ("%s: the PCI bus shows 2 NVIDIA GPU(s) (0000:1b:00.0, 0000:43:00.0) but nvidia-smi lists none" % HOST) in out
     assert BROKEN_TEXT in out
 
 
+def test_triton_models_preflight_judges_the_reading_triton_server_made_in_this_run(gpu_info, tmp_path):
+    """site.yml: the models play skips its own read where triton_server's preflight read the GPUs."""
+    broken = gpu_info("written_sysfs_pci_h100x2.txt", "written_no_driver.txt", 9)
+    skipped = {"changed": False, "skipped": True, "skip_reason": "Conditional result was False"}
+    proc = run_task(tmp_path, *MODELS_ASSERT, variables=models_vars(__triton_models_gpu=skipped, triton_server_gpu_info=broken))
+    assert proc.returncode == 2, proc.stdout
+    assert BROKEN_TEXT in " ".join(proc.stdout.split())
+    with open(os.path.join(ROOT, "roles", "triton_models", "tasks", "preflight.yml")) as handle:
+        read = next(t for t in yaml.safe_load(handle) if t.get("register") == "__triton_models_gpu")
+    assert read["when"] == "triton_server_gpu_info.host_kind is not defined"
+
+
 def test_broken_driver_fails_triton_server_preflight_unless_cpu_is_chosen(gpu_info, tmp_path):
     result = gpu_info("written_sysfs_pci_h100x2.txt", "written_no_driver.txt", 9)
-    proc = run_task(tmp_path, *SERVER_ASSERT, variables={"__triton_server_gpu": result, "triton_server_install_method": "native",
+    proc = run_task(tmp_path, *SERVER_ASSERT, variables={"triton_server_gpu_info": result, "triton_server_install_method": "native",
                                                          "triton_server_native_device": "auto"})
     assert proc.returncode == 2, proc.stdout
     out = " ".join(proc.stdout.split())
     assert HOST in out and BROKEN_TEXT in out and "triton_server_native_device=cpu" in out
-    chosen = run_task(tmp_path, *SERVER_ASSERT, variables={"__triton_server_gpu": result, "triton_server_install_method": "native",
+    chosen = run_task(tmp_path, *SERVER_ASSERT, variables={"triton_server_gpu_info": result, "triton_server_install_method": "native",
                                                            "triton_server_native_device": "cpu"})
     assert chosen.returncode == 0, chosen.stdout
 
@@ -100,5 +118,5 @@ def test_broken_driver_fails_triton_server_preflight_unless_cpu_is_chosen(gpu_in
 def test_cpu_and_gpu_hosts_pass(gpu_info, tmp_path, pci, query, rc, kind):
     result = gpu_info(pci, query, rc)
     assert result["host_kind"] == kind
-    proc = run_task(tmp_path, *MODELS_ASSERT, variables={"__triton_models_gpu": result})
+    proc = run_task(tmp_path, *MODELS_ASSERT, variables=models_vars(__triton_models_gpu=result))
     assert proc.returncode == 0, proc.stdout

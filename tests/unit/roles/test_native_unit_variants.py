@@ -34,7 +34,7 @@ def render(tmp_path, host_kind, **extra):
     out.mkdir(exist_ok=True)
     variables = dict({"unit_out": str(out), "triton_server_venv": VENV, "_triton_server_nvidia_smi": DOUBLE,
                       "_triton_server_nvidia_modprobe": DOUBLE, "__triton_server_nvidia_nodes": NODES,
-                      "__triton_server_gpu": {"host_kind": host_kind, "gpu_count": 2 if host_kind == "gpu" else 0}}, **extra)
+                      "triton_server_gpu_info": {"host_kind": host_kind, "gpu_count": 2 if host_kind == "gpu" else 0}}, **extra)
     proc = subprocess.run(["ansible-playbook", PLAYBOOK, "-e", json.dumps(variables)],
                           capture_output=True, text=True, check=False, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -1,4 +1,4 @@
-"""host_files on real paths: create, no change, attributes, check mode, diff, validate, remote_src, refusals."""
+"""host_files on real paths: create, no change, attributes, check mode, diff, validate, remote_src, trees, refusals."""
 
 import json
 import os
@@ -120,3 +120,75 @@ def test_a_file_where_a_directory_should_be_is_refused(capsys, tmp_path):
 def test_relative_paths_are_refused(capsys):
     result = run_module(capsys, directories=[{"path": "relative/dir"}])
     assert result["failed"] is True and "must be absolute" in result["msg"]
+
+
+def _backend_tree(root):
+    """A tree shaped like the wheel's python backend: a library, a module, and a __pycache__ below."""
+    (root / "__pycache__").mkdir(parents=True)
+    (root / "libtriton_python.so").write_bytes(b"\x7fELF\x00" + os.urandom(64))
+    (root / "utils.py").write_text("X = 1\n")
+    (root / "__pycache__" / "utils.pyc").write_bytes(b"\x00pyc")
+    (root / "libtriton_python.so").chmod(0o755)
+    (root / "utils.py").chmod(0o640)
+    return root
+
+
+def test_a_tree_is_copied_with_its_modes_then_changes_nothing(capsys, tmp_path):
+    src = _backend_tree(tmp_path / "wheel" / "python")
+    dest = tmp_path / "opt" / "backends" / "python"
+    (dest.parent).mkdir(parents=True)
+    args = dict(trees=[{"src": str(src), "dest": str(dest)}],
+                files=[{"dest": str(dest / "stub"), "content": "stub", "mode": "0755"}])
+    first = run_module(capsys, _ansible_diff=True, **args)
+    assert first["changed_paths"] == [str(dest), str(dest / "stub")]
+    assert first["diff"][0]["after"].splitlines() == [
+        "libtriton_python.so (copied from %s)" % src, "utils.py (copied from %s)" % src,
+        "__pycache__/utils.pyc (copied from %s)" % src]
+    assert (dest / "libtriton_python.so").read_bytes() == (src / "libtriton_python.so").read_bytes()
+    assert mode(dest / "libtriton_python.so") == 0o755 and mode(dest / "utils.py") == 0o640
+    assert (dest / "__pycache__" / "utils.pyc").read_bytes() == b"\x00pyc"
+    second = run_module(capsys, **args)
+    assert second["changed"] is False and second["changed_paths"] == []
+
+
+def test_a_tree_repairs_a_changed_file_and_its_mode_and_keeps_extra_files(capsys, tmp_path):
+    src = _backend_tree(tmp_path / "src")
+    dest = tmp_path / "dest"
+    run_module(capsys, trees=[{"src": str(src), "dest": str(dest)}])
+    (dest / "utils.py").write_text("tampered\n")
+    (dest / "libtriton_python.so").chmod(0o777)
+    (dest / "extra").write_text("mine")
+    result = run_module(capsys, trees=[{"src": str(src), "dest": str(dest)}], _ansible_diff=True)
+    assert result["changed_paths"] == [str(dest)]
+    assert result["diff"][0]["after"] == ("libtriton_python.so (owner, group or mode set)\n"
+                                          "utils.py (copied from %s)\n" % src)
+    assert (dest / "utils.py").read_text() == "X = 1\n" and mode(dest / "libtriton_python.so") == 0o755
+    assert (dest / "extra").read_text() == "mine"
+
+
+def test_a_tree_in_check_mode_writes_nothing(capsys, tmp_path):
+    src = _backend_tree(tmp_path / "src")
+    dest = tmp_path / "dest"
+    result = run_module(capsys, trees=[{"src": str(src), "dest": str(dest)}], _ansible_check_mode=True)
+    assert result["changed"] is True and result["changed_paths"] == [str(dest)]
+    assert not dest.exists()
+
+
+@pytest.mark.parametrize("case, message", [
+    ("missing", "is not a directory on this host"),
+    ("symlink", "is not a regular file or directory"),
+    ("inside", "must not be inside src"),
+])
+def test_bad_trees_are_refused(capsys, tmp_path, case, message):
+    src = _backend_tree(tmp_path / "src")
+    dest = tmp_path / "dest"
+    if case == "missing":
+        src = tmp_path / "nowhere"
+    elif case == "symlink":
+        (src / "link").symlink_to("/etc/shadow")
+    else:
+        dest = src / "copy"
+    result = run_module(capsys, trees=[{"src": str(src), "dest": str(dest)}])
+    assert result["failed"] is True and message in result["msg"]
+    if case == "symlink":
+        assert not (dest / "link").exists()
