@@ -120,6 +120,14 @@ def verified_records(present, load_results):
             for m in present]
 
 
+def records_current(records, present, load_results):
+    """True when recording ``present`` with its load results would change none of ``records`` (the rollback
+    records triton_model_state read earlier in the run): the same plan the module makes, on the controller."""
+    _, written, removed = fleet.record_plan(fleet.plain_copy(records or {}),
+                                            fleet.plain_copy(verified_records(present, load_results)))
+    return not (written or removed)
+
+
 def rollout_outcome(load_results, group, status, error="", failure=None):
     """This host's line of the rollout summary: per model, READY versions before -> after; on failure, what failed."""
     models = [{"name": r.get("name"), "from": r.get("before", []), "to": r.get("after", [])} for r in load_results if r.get("name")]
@@ -205,6 +213,7 @@ class FilterModule(object):
             "rollout_summary": rollout_summary,
             "rollout_outcome": rollout_outcome,
             "verified_records": verified_records,
+            "records_current": records_current,
             "staging_plan": staging_plan,
             "sync_batch": sync_batch,
             "load_batch": load_batch,

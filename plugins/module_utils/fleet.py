@@ -60,6 +60,35 @@ def plain_copy(value):
     return value
 
 
+# The verified versions a rollback record remembers; s3_model_sync keeps only these when it prunes.
+VERIFIED_HISTORY = 20
+
+
+def verified_history(previous, versions, limit=VERIFIED_HISTORY):
+    """Versions verified on this host, most recently verified first: ``versions`` (just verified), then
+    the earlier ones. s3_model_sync keeps only these when it prunes, so a failed version never displaces
+    the rollback target."""
+    current = sorted((int(v) for v in versions), reverse=True)
+    earlier = [v for v in (previous or {}).get("verified", []) if v not in current]
+    return (current + earlier)[:limit]
+
+
+def record_plan(before, models):
+    """What recording ``models`` (name, config, versions) does to the rollback records ``before`` (name ->
+    config, versions, verified; as triton_model_state reads them): (after, written, removed)."""
+    after, written = {}, []
+    for model in models:
+        missing = [k for k in ("name", "config", "versions") if k not in model]
+        if missing:
+            raise ValueError("models entry %r lacks %s" % (model.get("name", "?"), ", ".join(missing)))
+        name = model["name"]
+        versions = sorted(int(v) for v in model["versions"])
+        after[name] = {"config": model["config"], "versions": versions, "verified": verified_history(before.get(name), versions)}
+        if before.get(name) != after[name]:
+            written.append(name)
+    return after, written, sorted(set(before) - set(after))
+
+
 def pin_versions(config, versions):
     """The config Triton must load: exactly ``versions`` (ensembles have no version policy)."""
     pinned = plain_copy(config)

@@ -141,15 +141,12 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aiops.triton.plugins.module_utils.fleet import ensemble_steps, is_ensemble, pin_versions
+from ansible_collections.aiops.triton.plugins.module_utils.fleet import ensemble_steps, is_ensemble, pin_versions, record_plan
 from ansible_collections.aiops.triton.plugins.module_utils.fs import fsync_dir, write_atomic
 
 _VERSION_DIR = re.compile(r"^[1-9][0-9]*$")
 _RECORD = re.compile(r"^(?P<name>[^./][^/]*)\.json$")
 # How many verified versions a record remembers (s3_model_sync's keep_versions picks among them).
-VERIFIED_HISTORY = 20
-
-
 def _read_records(state_dir):
     records = {}
     if not os.path.isdir(state_dir):
@@ -168,15 +165,6 @@ def _read_records(state_dir):
         records[match.group("name")] = {"config": record.get("config", {}), "versions": versions,
                                         "verified": record.get("verified", sorted(versions, reverse=True))}
     return records
-
-
-def verified_history(previous, versions, limit=VERIFIED_HISTORY):
-    """Versions verified on this host, most recently verified first: ``versions`` (just verified), then
-    the earlier ones. s3_model_sync keeps only these when it prunes, so a failed version never displaces
-    the rollback target."""
-    current = sorted((int(v) for v in versions), reverse=True)
-    earlier = [v for v in (previous or {}).get("verified", []) if v not in current]
-    return (current + earlier)[:limit]
 
 
 def ensembles_calling(records, names):
@@ -240,19 +228,8 @@ def stale_models(records, disk, wanted):
 
 def record(params, check_mode):
     state_dir = params["state_dir"]
-    models = params["models"] or []
     before = _read_records(state_dir)
-    after, written = {}, []
-    for model in models:
-        missing = [k for k in ("name", "config", "versions") if k not in model]
-        if missing:
-            raise ValueError("models entry %r lacks %s" % (model.get("name", "?"), ", ".join(missing)))
-        name = model["name"]
-        versions = sorted(int(v) for v in model["versions"])
-        after[name] = {"config": model["config"], "versions": versions, "verified": verified_history(before.get(name), versions)}
-        if before.get(name) != after[name]:
-            written.append(name)
-    removed = sorted(set(before) - set(after))
+    after, written, removed = record_plan(before, params["models"] or [])
     if (written or removed) and not check_mode:
         if not os.path.isdir(state_dir):
             os.makedirs(state_dir, 0o700)

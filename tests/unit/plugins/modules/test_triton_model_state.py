@@ -6,6 +6,7 @@ import os
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.aiops.triton.plugins.module_utils import fleet
 from ansible_collections.aiops.triton.plugins.modules import triton_model_state
 
 CONFIG = {"name": "m", "backend": "python"}
@@ -101,8 +102,8 @@ def test_verified_history_remembers_earlier_verified_versions_most_recent_first(
         run(capsys, state="recorded", models=[{"name": "m", "config": CONFIG, "versions": versions}], **host)
     record = json.load(open(os.path.join(host["state_dir"], "m.json")))
     assert record["versions"] == [2] and record["verified"] == [2, 1]
-    assert triton_model_state.verified_history({"verified": list(range(30, 0, -1))}, [31])[:3] == [31, 30, 29]
-    assert len(triton_model_state.verified_history({"verified": list(range(30, 0, -1))}, [31])) == triton_model_state.VERIFIED_HISTORY
+    assert fleet.verified_history({"verified": list(range(30, 0, -1))}, [31])[:3] == [31, 30, 29]
+    assert len(fleet.verified_history({"verified": list(range(30, 0, -1))}, [31])) == fleet.VERIFIED_HISTORY
 
 
 def test_a_record_without_history_is_not_rewritten(capsys, host):
