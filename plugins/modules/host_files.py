@@ -59,6 +59,14 @@ options:
       mode:
         description: Mode as an octal string such as V("0755"); unchanged when omitted.
         type: raw
+  checksum_paths:
+    description:
+      - Files to report the SHA-1 of in RV(checksums), read after the directories, trees and files are set; a
+        missing file reports none. Nothing is changed for them.
+      - For a stamp that decides whether a later, costlier task runs, read in the same call.
+    type: list
+    elements: path
+    default: []
   trees:
     description:
       - Directory trees already on the host to copy, as M(ansible.builtin.copy) with O(ansible.builtin.copy#module:remote_src=true)
@@ -150,6 +158,13 @@ EXAMPLES = r"""
         group: root
         mode: "0755"
 
+- name: Create the venv's directory and read its install stamp in the same call
+  aiops.triton.host_files:
+    directories:
+      - {path: /opt/tritonserver/venv, owner: root, group: root, mode: "0755"}
+    checksum_paths: [/opt/tritonserver/venv/.aiops-installed]
+  register: triton_dirs
+
 - name: Install the unit and its key file in one call
   aiops.triton.host_files:
     files:
@@ -182,6 +197,11 @@ changed_paths:
   type: list
   elements: str
   sample: [/etc/tritonserver, /etc/systemd/system/tritonserver.service]
+checksums:
+  description: The SHA-1 of each file of O(checksum_paths), by path; V(null) for a file that does not exist.
+  returned: always
+  type: dict
+  sample: {/opt/tritonserver/venv/.aiops-installed: 0beec7b5ea3f0fdbc95d0dd47f3c5bc275da8a33}
 diff:
   description: One entry per changed path (with C(--diff)), as M(ansible.builtin.copy) and M(ansible.builtin.file) give.
   returned: changed, with --diff
@@ -385,6 +405,7 @@ def main():
                        options=dict(dest=dict(type="path", required=True), content=dict(type="str"),
                                     secret_content=dict(type="str", no_log=True), remote_src=dict(type="path"),
                                     validate=dict(type="str"), **_ATTRS)),
+            checksum_paths=dict(type="list", elements="path", default=[]),
             trees=dict(type="list", elements="dict", default=[],
                        options=dict(src=dict(type="path", required=True), dest=dict(type="path", required=True),
                                     owner=dict(type="str"), group=dict(type="str"))),
@@ -393,6 +414,9 @@ def main():
     )
     changed_paths = []
     diffs = []
+    for path in module.params["checksum_paths"]:
+        if not os.path.isabs(path):
+            module.fail_json(msg="%s: the path must be absolute" % path, changed=False, changed_paths=[])
     steps = [(ensure_directory, entry["path"], entry) for entry in module.params["directories"]]
     steps += [(ensure_tree, entry["dest"], entry) for entry in module.params["trees"]]
     steps += [(ensure_file, entry["dest"], entry) for entry in module.params["files"]]
@@ -408,7 +432,10 @@ def main():
         if changed:
             changed_paths.append(path)
             diffs.append(diff)
-    result = dict(changed=bool(changed_paths), changed_paths=changed_paths)
+    checksums = {}
+    for path in module.params["checksum_paths"]:
+        checksums[path] = module.sha1(path) if os.path.isfile(path) else None
+    result = dict(changed=bool(changed_paths), changed_paths=changed_paths, checksums=checksums)
     if module._diff and diffs:
         result["diff"] = diffs
     module.exit_json(**result)

@@ -1,10 +1,14 @@
-"""triton_server's python backend install: the wheel's tree, the stub for the host's Python and the onnxruntime
-backend in one host_files call, and the failure that names a wheel without a stub for that Python.
+"""triton_server's backends: the wheel's python backend tree, the stub for the host's Python and the onnxruntime
+backend, in the host_files call that also installs the unit, and the failure that names a wheel without a stub
+for that Python.
 
-The very block of roles/triton_server/tasks/install_native.yml runs under ansible-playbook on this machine
-(-c local) against a wheel laid out in a temporary directory the way nvidia-pytriton ships it.
+The very block of roles/triton_server/tasks/configure.yml runs under ansible-playbook on this machine (-c local)
+against a wheel laid out in a temporary directory the way nvidia-pytriton ships it. Its unit, key and drop-in
+entries are left out (extra vars: __triton_server_files=[]); tests/unit/roles/test_native_unit_variants.py and
+molecule cover those.
 """
 
+import json
 import os
 import stat
 import subprocess
@@ -15,12 +19,13 @@ import yaml
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "triton_server")
-BLOCK = "Install the python backend, its stub and the onnxruntime backend"
+BLOCK = "Install the backends, the unit, the key and logind's drop-in"
+RESTART = "Restart Triton when its backends, unit or key changed"
 
 
 def play(tmp_path, **variables):
-    with open(os.path.join(ROLE, "tasks", "install_native.yml")) as handle:
-        (block,) = [t for t in yaml.safe_load(handle) if t["name"] == BLOCK]
+    with open(os.path.join(ROLE, "tasks", "configure.yml")) as handle:
+        tasks = [t for t in yaml.safe_load(handle) if t["name"] in (BLOCK, RESTART)]
     # The block's file lookup resolves against the play's files/, as it does against the role's.
     files = tmp_path / "files" / "backends" / "onnxruntime"
     files.mkdir(parents=True, exist_ok=True)
@@ -28,9 +33,12 @@ def play(tmp_path, **variables):
         (files / "model.py").write_text(handle.read())
     path = tmp_path / "play.yml"
     path.write_text(yaml.safe_dump([{
-        "name": "python backend", "hosts": "localhost", "gather_facts": False, "vars": variables, "tasks": [block],
+        "name": "python backend", "hosts": "localhost", "gather_facts": False, "tasks": tasks,
         "handlers": [{"name": "Restart tritonserver", "ansible.builtin.debug": {"msg": "restart"}}]}]))
-    proc = subprocess.run(["ansible-playbook", "-i", "localhost,", "-c", "local", str(path)],
+    extra = tmp_path / "extra.json"
+    extra.write_text(json.dumps(dict(variables, __triton_server_files=[], triton_server_install_method="native",
+                                     _triton_server_logind_dropin="/etc/systemd/system/systemd-logind.service.d/x.conf")))
+    proc = subprocess.run(["ansible-playbook", "-i", "localhost,", "-c", "local", "-e", "@%s" % extra, str(path)],
                           capture_output=True, text=True, check=False, timeout=300)
     return proc, " ".join(proc.stdout.split())
 
@@ -59,7 +67,7 @@ def variables(wheel, version):
 def test_installs_the_backend_then_changes_nothing(tmp_path, wheel):
     root, backends = wheel
     proc, out = play(tmp_path, **variables(wheel, "3.11"))
-    assert proc.returncode == 0 and "changed=1" in out and "RUNNING HANDLER [Restart tritonserver]" in out, out[-2000:]
+    assert proc.returncode == 0 and "changed=2" in out and "RUNNING HANDLER [Restart tritonserver]" in out, out[-2000:]
     python = backends / "python"
     assert (python / "libtriton_python.so").read_bytes() == (root / "backends" / "python" / "libtriton_python.so").read_bytes()
     assert (python / "triton_python_backend_utils.py").read_text() == "TRITONSERVER = 1\n"

@@ -1,5 +1,6 @@
 """host_files on real paths: create, no change, attributes, check mode, diff, validate, remote_src, trees, refusals."""
 
+import hashlib
 import json
 import os
 import stat
@@ -192,3 +193,22 @@ def test_bad_trees_are_refused(capsys, tmp_path, case, message):
     assert result["failed"] is True and message in result["msg"]
     if case == "symlink":
         assert not (dest / "link").exists()
+
+
+def test_checksums_are_read_after_the_directories_and_change_nothing(capsys, tmp_path):
+    venv = tmp_path / "venv"
+    stamp = venv / ".aiops-installed"
+    args = dict(directories=[{"path": str(venv), "mode": "0755"}], checksum_paths=[str(stamp)])
+    first = run_module(capsys, **args)
+    assert first["changed_paths"] == [str(venv)] and first["checksums"] == {str(stamp): None}
+    stamp.write_text("python 3.11.2 /usr/bin/python3\n")
+    second = run_module(capsys, **args)
+    assert second["changed"] is False
+    assert second["checksums"] == {str(stamp): hashlib.sha1(b"python 3.11.2 /usr/bin/python3\n").hexdigest()}
+    checked = run_module(capsys, _ansible_check_mode=True, checksum_paths=[str(stamp), str(tmp_path / "none")])
+    assert checked["changed"] is False and checked["checksums"][str(tmp_path / "none")] is None
+
+
+def test_a_relative_checksum_path_is_refused(capsys):
+    result = run_module(capsys, checksum_paths=["venv/.aiops-installed"])
+    assert result["failed"] is True and "must be absolute" in result["msg"]
