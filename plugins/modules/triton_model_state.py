@@ -146,7 +146,8 @@ from ansible_collections.aiops.triton.plugins.module_utils.fs import fsync_dir, 
 
 _VERSION_DIR = re.compile(r"^[1-9][0-9]*$")
 _RECORD = re.compile(r"^(?P<name>[^./][^/]*)\.json$")
-# How many verified versions a record remembers (s3_model_sync's keep_versions picks among them).
+
+
 def _read_records(state_dir):
     records = {}
     if not os.path.isdir(state_dir):
