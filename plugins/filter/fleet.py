@@ -123,9 +123,8 @@ def verified_records(present, load_results):
 def records_current(records, present, load_results):
     """True when recording ``present`` with its load results would change none of ``records`` (the rollback
     records triton_model_state read earlier in the run): the same plan the module makes, on the controller."""
-    _, written, removed = fleet.record_plan(fleet.plain_copy(records or {}),
-                                            fleet.plain_copy(verified_records(present, load_results)))
-    return not (written or removed)
+    plan = fleet.record_plan(fleet.plain_copy(records or {}), fleet.plain_copy(verified_records(present, load_results)))
+    return not (plan[1] or plan[2])  # (after, written, removed)
 
 
 def rollout_outcome(load_results, group, status, error="", failure=None):

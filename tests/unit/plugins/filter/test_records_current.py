@@ -33,8 +33,8 @@ def host(tmp_path):
     return {"repository": str(tmp_path / "models"), "state_dir": str(tmp_path / "state")}
 
 
-def present(m_versions, m_config=CONFIG, with_ensemble=True):
-    models = [{"name": "m", "config": m_config, "versions": m_versions}]
+def present(m_versions, m_config=None, with_ensemble=True):
+    models = [{"name": "m", "config": m_config or CONFIG, "versions": m_versions}]
     return models + ([{"name": "e", "config": ENSEMBLE, "versions": [1]}] if with_ensemble else [])
 
 
@@ -64,7 +64,7 @@ def test_the_filter_agrees_with_the_module_through_a_hosts_history(capsys, host)
         recorded = module(capsys, host, state="recorded", models=[dict(m, versions=list(m["versions"])) for m in models])
         assert skip is (not recorded["changed"]), (step, read, recorded)
         verdicts.append((step, skip))
-    assert [skip for _, skip in verdicts] == [False, True, False, True, False, False, False, True]
+    assert [verdict[1] for verdict in verdicts] == [False, True, False, True, False, False, False, True]
 
 
 def test_a_load_that_left_other_versions_ready_is_recorded(capsys, host):
