@@ -12,7 +12,7 @@ export PATH := $(VENV)/bin:$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/.collection
 HOSTS ?= 2
 APT_PACKAGES := podman runc debootstrap uidmap slirp4netns iproute2 git make python3-venv shellcheck \
-                prometheus prometheus-node-exporter haproxy socat
+                prometheus prometheus-node-exporter haproxy socat chromium fonts-dejavu-core
 STAGE := $(ROOT)/tools/stage.sh
 # where tools/artifact_check.sh installs the built artifact (outside the checkout)
 ARTIFACT_COLLECTIONS := $(or $(TMPDIR),/tmp)/aiops-artifact-check/collections
@@ -102,14 +102,14 @@ lab: lab-up publish-models site
 
 ## --- tests ----------------------------------------------------------------------------------------
 test: setup lab-services publish-models
-	$(STAGE) unit          pytest -q -p no:cacheprovider -m "not integration" tests
+	$(STAGE) --pytest unit          pytest -q -p no:cacheprovider -m "not integration" tests
 	$(STAGE) model-cards   $(PY) tools/check_model_cards.py
 	$(STAGE) lint          $(MAKE) --no-print-directory lint
 	$(STAGE) sanity        tools/sanity.sh
 	$(STAGE) artifact      tools/artifact_check.sh
-	$(STAGE) integration   env AIOPS_MODEL_BUILD=$(ROOT)/build pytest -q -p no:cacheprovider -m integration tests
+	$(STAGE) --pytest integration   env AIOPS_MODEL_BUILD=$(ROOT)/build pytest -q -p no:cacheprovider -m integration tests
 	# molecule/lb converges and runs every operation through the collection the artifact stage installed
-	$(STAGE) molecule      env AIOPS_LB_COLLECTIONS_PATH=$(ARTIFACT_COLLECTIONS) $(MAKE) --no-print-directory molecule
+	$(STAGE) --pytest molecule      env AIOPS_LB_COLLECTIONS_PATH=$(ARTIFACT_COLLECTIONS) $(MAKE) --no-print-directory molecule
 	# the EE (make ee) as AWX runs it: the 2-host lab converged, then a no-change site.yml from inside the EE
 	# over SSH (changed=0 everywhere); lab-smoke then reuses and tears down that lab
 	$(STAGE) ee-lab        $(MAKE) --no-print-directory test-ee-lab

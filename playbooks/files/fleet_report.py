@@ -2,32 +2,36 @@
 
 playbooks/verify.yml collects, read-only, per host: triton_verify's result (server version, each
 model's versions and states in Triton's index, golden cases, a short latency burst), nvidia_gpu_info's
-result, and triton_model_config run in check mode (config drift). This turns that raw file into
+result, triton_model_config run in check mode (config drift), the load-balancer state and, where the
+GPU-health read ran, the triton_gpu_health fact. This turns that raw file into
 
-    fleet-report.json   per host: Triton version, load-balancer state, per model pinned vs READY versions,
-                        golden cases, p50/p99, GPUs, drift sentences
-    fleet-report.html   one self-contained page: a table per rollout group and, per model, a latency
-                        plot across hosts (matplotlib, embedded as base64 PNG)
+    fleet-report.json   per host: Triton version, load-balancer state, GPU health, per model pinned vs
+                        READY versions, golden cases, p50/p99, GPUs, drift sentences; the exceptions (each
+                        with the command that fixes it) and per rollout group and model an aggregate
+    fleet-report.html   one self-contained page that leads with what is wrong (fleet_report_page.py)
 
-and prints where they are.  Usage: fleet_report.py --raw fleet-raw.json --out DIR
+and prints where they are.  Usage: fleet_report.py --raw fleet-raw.json --out DIR [--inventory SRC ...]
 """
 
 import argparse
-import base64
 import datetime
 import difflib
-import html
-import io
 import json
 import os
 import sys
 
-UNGROUPED = "(no rollout group)"
-# Load-balancer states in which a host gets no requests.
-OUT_OF_TRAFFIC = ("drained", "maint", "down")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the siblings, however this file is loaded
+
+# pylint: disable=wrong-import-position
+import fleet_report_checks  # noqa: E402
+import fleet_report_page  # noqa: E402
+
+UNGROUPED = fleet_report_checks.UNGROUPED
+OUT_OF_TRAFFIC = fleet_report_checks.OUT_OF_TRAFFIC
+TERMINAL_EXCEPTIONS = 20  # lines verify.yml prints; the page lists every one
 
 
-# -- the report as data -----------------------------------------------------------------------------
+# -- one host ---------------------------------------------------------------------------------------
 def _ready_versions(model):
     """READY versions from Triton's index when verify could read it, else the versions it found ready."""
     states = model.get("states")
@@ -50,19 +54,41 @@ def _config_drift(result):
     return True, "\n".join(lines), ""
 
 
-def host_report(raw, rollout_groups):
+def _gpu_health(health):
+    """What the page shows of a triton_gpu_health fact; None when the host's GPU health was not read."""
+    if not isinstance(health, dict) or not health.get("verdict"):
+        return None
+    return {"verdict": health["verdict"], "reasons": list(health.get("reasons") or []),
+            "gpus": [dict((k, g.get(k)) for k in ("index", "bus_id", "name", "verdict", "reasons")) for g in health.get("gpus") or []],
+            "xid_events": len(health.get("xid_events") or [])}
+
+
+def _quarantine(health):
+    """{reason, since} when the host is quarantined (out of traffic on purpose), else None. nvidia_gpu_health returns
+    quarantined (bool) and quarantine (its record); a record in quarantined itself is read too."""
+    if not isinstance(health, dict) or not health.get("quarantined"):
+        return None
+    mark = health.get("quarantine") or health["quarantined"]
+    mark = mark if isinstance(mark, dict) else {}
+    return {"reason": mark.get("reason") or "by an operator", "since": mark.get("since") or ""}
+
+
+def host_report(raw, rollout_groups, gpu_health=None):
+    """One host's entry; ``gpu_health``: its triton_gpu_health fact when the raw file keeps those apart."""
     verify = raw.get("verify") or {}
     gpu = raw.get("gpu") or {}
     server = verify.get("server") or {}
+    health = raw.get("gpu_health") or gpu_health
     group = next((g for g in rollout_groups if g in raw.get("groups", [])), None)
     by_name = dict((m["name"], m) for m in verify.get("models", []))
     configs = dict(((c.get("item") or {}).get("name"), c) for c in raw.get("configs", []))
     entry = {"host": raw["host"], "group": group, "groups": raw.get("groups", []),
              "reachable": bool(server.get("live")), "ready": bool(server.get("ready")),
              "triton_version": server.get("version"),
-             "gpu_status": gpu.get("status"), "gpu_message": gpu.get("message"),
+             "gpu_status": gpu.get("status"), "gpu_message": gpu.get("message"), "gpu_host_kind": gpu.get("host_kind"),
              "gpus": [dict((k, g.get(k)) for k in ("index", "name", "uuid", "memory_total_mib", "driver_version"))
                       for g in gpu.get("gpus", [])],
+             "gpu_health": _gpu_health(health), "quarantined": _quarantine(health),
              "models": [], "drift": [], "failures": list(verify.get("failures", [])),
              # roles/triton_lb status: up, drained, down, maint; unknown without a load balancer or when unread
              "lb_state": raw.get("lb_state") or "unknown", "lb_error": raw.get("lb_error") or ""}
@@ -88,112 +114,41 @@ def host_report(raw, rollout_groups):
         elif drifted:
             entry["drift"].append("%s: config.pbtxt on the host differs from the one the inventory renders" % name)
     entry["passed"] = entry["reachable"] and entry["ready"] and not entry["drift"] and not entry["failures"]
+    entry["states"] = fleet_report_checks.host_states(entry)
     return entry
 
 
-def build(raw):
+# -- the fleet --------------------------------------------------------------------------------------
+def build(raw, inventory=None):
+    """The report. ``inventory``: the inventory sources, for the commands the exceptions name."""
     groups = list(raw.get("rollout_groups") or [])
-    hosts = [host_report(h, groups) for h in raw.get("hosts", [])]
-    return {"schema": 1, "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "rollout_groups": groups, "hosts": hosts,
-            "summary": {"hosts": len(hosts), "passed": sum(1 for h in hosts if h["passed"]),
-                        "drifted": sorted(h["host"] for h in hosts if h["drift"]),
-                        "failed": sorted(h["host"] for h in hosts if h["failures"]),
-                        "out_of_traffic": sorted(h["host"] for h in hosts if h["lb_state"] in OUT_OF_TRAFFIC)}}
+    health = raw.get("gpu_health") or {}
+    hosts = [host_report(h, groups, health.get(h["host"])) for h in raw.get("hosts", [])]
+    seen = set(h["host"] for h in hosts)
+    # hosts of the inventory verify.yml has no result for (unreachable over SSH, or their play failed)
+    missing = [h for h in raw.get("inventory_hosts") or [] if h not in seen]
+    read = [h for h in hosts if h["gpu_health"] is not None]
+    report = {"schema": 2, "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+              "rollout_groups": groups, "hosts": hosts,
+              "summary": {"hosts": len(hosts), "passed": sum(1 for h in hosts if h["passed"]),
+                          "drifted": sorted(h["host"] for h in hosts if h["drift"]),
+                          "failed": sorted(h["host"] for h in hosts if h["failures"]),
+                          "out_of_traffic": sorted(h["host"] for h in hosts if h["lb_state"] in OUT_OF_TRAFFIC),
+                          # null: no host's GPU health was read (the page says "not read")
+                          "gpu_unhealthy": sorted(h["host"] for h in read if h["gpu_health"]["verdict"] == "unhealthy") if read else None,
+                          "quarantined": sorted(h["host"] for h in hosts if h["quarantined"]),
+                          "not_reported": sorted(missing)}}
+    report["exceptions"] = fleet_report_checks.exceptions(report, inventory)
+    report["aggregates"] = fleet_report_checks.aggregates(report)
+    return report
 
 
-# -- the page ---------------------------------------------------------------------------------------
-def latency_plots(report):
-    """{model: base64 PNG}: p50 and p99 per host, one bar pair per host."""
-    import matplotlib
-    matplotlib.use("Agg")  # no display on a controller
-    from matplotlib import pyplot
-
-    names = sorted(set(m["name"] for h in report["hosts"] for m in h["models"] if m["latency"]))
-    plots = {}
-    for name in names:
-        rows = [(h["host"], m["latency"]) for h in report["hosts"] for m in h["models"] if m["name"] == name and m["latency"]]
-        fig, axis = pyplot.subplots(figsize=(max(4.0, 1.2 * len(rows) + 2), 3.0), dpi=96)
-        positions = list(range(len(rows)))
-        axis.bar([p - 0.2 for p in positions], [r[1]["p50_ms"] for r in rows], width=0.4, label="p50")
-        axis.bar([p + 0.2 for p in positions], [r[1]["p99_ms"] for r in rows], width=0.4, label="p99")
-        axis.set_xticks(positions)
-        axis.set_xticklabels([r[0] for r in rows])
-        axis.set_ylabel("ms")
-        axis.set_title("%s: latency over %d requests per host" % (name, rows[0][1]["requests"]))
-        axis.legend()
-        fig.tight_layout()
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png")
-        pyplot.close(fig)
-        plots[name] = base64.b64encode(buf.getvalue()).decode("ascii")
-    return plots
+def render_html(report):
+    return fleet_report_page.render(report)
 
 
-def _cell(text, bad=False):
-    return '<td class="%s">%s</td>' % ("bad" if bad else "", html.escape(str(text)))
-
-
-def _versions(values):
-    return ", ".join(str(v) for v in values) or "-"
-
-
-def _lb_cell(host):
-    text = host["lb_state"] + (" (%s)" % host["lb_error"] if host["lb_error"] else "")
-    return _cell(text, host["lb_state"] in OUT_OF_TRAFFIC or bool(host["lb_error"]))
-
-
-def _group_table(hosts):
-    rows = ["<table>", "<tr><th>Host</th><th>Load balancer</th><th>Triton</th><th>GPUs</th><th>Model</th><th>Pinned</th><th>READY</th>"
-            "<th>Golden cases</th><th>p50 ms</th><th>p99 ms</th><th>Drift</th></tr>"]
-    for host in hosts:
-        gpus = ", ".join("%s %s" % (g["index"], g["name"]) for g in host["gpus"]) or (host["gpu_message"] or "none")
-        if not host["models"] or not host["reachable"]:
-            rows.append("<tr>%s%s%s%s<td colspan=7 class=bad>%s</td></tr>" % (
-                _cell(host["host"]), _lb_cell(host), _cell(host["triton_version"] or "unreachable", not host["reachable"]), _cell(gpus),
-                html.escape("; ".join(host["failures"] + host["drift"]) or "no models pinned")))
-            continue
-        for model in host["models"]:
-            golden = model["golden"]
-            lat = model["latency"] or {}
-            drift = [d.split(": ", 1)[1] for d in host["drift"] if d.startswith(model["name"] + ": ")]
-            rows.append("<tr>%s%s%s%s%s%s%s%s%s%s%s</tr>" % (
-                _cell(host["host"]), _lb_cell(host), _cell(host["triton_version"]), _cell(gpus), _cell(model["name"]),
-                _cell(_versions(model["pinned"])), _cell(_versions(model["ready"]), model["ready"] != model["pinned"]),
-                _cell("%d/%d" % (golden["passed"], golden["total"]), golden["passed"] != golden["total"] or not golden["total"]),
-                _cell(lat.get("p50_ms", "-")), _cell(lat.get("p99_ms", "-")), _cell("; ".join(drift) or "none", bool(drift))))
-            if model["config_diff"]:
-                rows.append('<tr><td colspan=11><pre>%s</pre></td></tr>' % html.escape(model["config_diff"]))
-    rows.append("</table>")
-    return "\n".join(rows)
-
-
-def render_html(report, plots):
-    groups = report["rollout_groups"] + ([UNGROUPED] if any(h["group"] is None for h in report["hosts"]) else [])
-    parts = ["<!DOCTYPE html>", "<html><head><meta charset=utf-8><title>Triton fleet report</title>",
-             "<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;margin-bottom:1.5em}"
-             "td,th{border:1px solid #bbb;padding:3px 8px;text-align:left}th{background:#eee}"
-             "td.bad{background:#fdd}pre{margin:0;font-size:85%}</style></head><body>",
-             "<h1>Triton fleet report</h1>",
-             "<p>Generated %s: %d hosts, %d passed; drift on %s; out of traffic on the load balancer: %s.</p>" % (
-                 html.escape(report["generated"]), report["summary"]["hosts"], report["summary"]["passed"],
-                 html.escape(", ".join(report["summary"]["drifted"]) or "none"),
-                 html.escape(", ".join(report["summary"]["out_of_traffic"]) or "none"))]
-    for group in groups:
-        members = [h for h in report["hosts"] if (h["group"] or UNGROUPED) == group]
-        if members:
-            parts.append('<h2>Rollout group %s</h2>' % html.escape(group))
-            parts.append(_group_table(members))
-    if plots:
-        parts.append("<h2>Latency per model across hosts</h2>")
-    for name, png in sorted(plots.items()):
-        parts.append('<h3>%s</h3><img alt="latency of %s" src="data:image/png;base64,%s">' % (html.escape(name), html.escape(name), png))
-    parts.append("</body></html>")
-    return "\n".join(parts) + "\n"
-
-
-def write(raw, out_dir):
-    report = build(raw)
+def write(raw, out_dir, inventory=None):
+    report = build(raw, inventory)
     os.makedirs(out_dir, exist_ok=True)
     json_path = os.path.join(out_dir, "fleet-report.json")
     html_path = os.path.join(out_dir, "fleet-report.html")
@@ -201,25 +156,36 @@ def write(raw, out_dir):
         json.dump(report, handle, indent=1, sort_keys=True)
         handle.write("\n")
     with open(html_path, "w", encoding="utf-8") as handle:
-        handle.write(render_html(report, latency_plots(report)))
+        handle.write(render_html(report))
     return report, json_path, html_path
+
+
+def summary_lines(report):
+    """The counts, then one line per exception: a 1,000-host fleet prints what needs a person, not every host."""
+    summary = report["summary"]
+    lines = ["fleet report: %s" % fleet_report_checks.counts_text(summary)]
+    shown = report["exceptions"][:TERMINAL_EXCEPTIONS]
+    lines.extend("needs a person: %s: %s (%s) -> %s" % (e["what"], e["reason"], fleet_report_checks.hosts_text(e["hosts"]), e["command"])
+                 for e in shown)
+    if len(report["exceptions"]) > len(shown):
+        lines.append("needs a person: %d more in the report" % (len(report["exceptions"]) - len(shown)))
+    return lines
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--raw", required=True, help="what playbooks/verify.yml collected (fleet-raw.json)")
     parser.add_argument("--out", required=True, help="directory for fleet-report.json and fleet-report.html")
+    parser.add_argument("--inventory", action="append", default=[], help="an inventory source, for the commands the report names")
     args = parser.parse_args(argv)
     try:
         with open(args.raw, encoding="utf-8") as handle:
             raw = json.load(handle)
     except (OSError, ValueError) as exc:
         parser.error("cannot read %s: %s" % (args.raw, exc))
-    report, json_path, html_path = write(raw, args.out)
-    summary = report["summary"]
-    print("fleet report: %d hosts, %d passed, drift on: %s, failures on: %s, out of traffic: %s" % (
-        summary["hosts"], summary["passed"], ", ".join(summary["drifted"]) or "none", ", ".join(summary["failed"]) or "none",
-        ", ".join(summary["out_of_traffic"]) or "none"))
+    report, json_path, html_path = write(raw, args.out, args.inventory)
+    for line in summary_lines(report):
+        print(line)
     print("fleet report JSON: %s" % os.path.abspath(json_path))
     print("fleet report HTML: %s" % os.path.abspath(html_path))
     return 0

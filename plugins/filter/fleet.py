@@ -15,6 +15,7 @@ from ansible.module_utils.common.text.converters import to_native
 
 try:
     import yaml
+    from ansible_collections.aiops.triton.plugins.filter import rolling
     from ansible_collections.aiops.triton.plugins.module_utils import fleet
 except ImportError as exc:  # pragma: no cover - only when the collection is broken
     raise AnsibleFilterError("aiops.triton fleet filters cannot load: %s" % to_native(exc))
@@ -198,9 +199,40 @@ def _nth(results, index):
     return (results[index] or {}) if index < len(results) else {}
 
 
-def rollout_summary(hostvars, hosts):
-    """One line per host of the rollout: from -> to versions per model, or rolled back and why."""
-    return fleet.summary_lines([(h, hostvars[h].get("triton_models_rollout")) for h in hosts])
+ROLLOUT_KEYS = ["changed", "unchanged", "rolled back", "left drained", "not reached"]
+ROLLOUT_ALWAYS = ["changed", "rolled back", "left drained"]
+
+
+def _rollout_judge(host, group, outcome):
+    """A host needs a person unless its models changed or stayed as pinned: rolled back, left drained, or an error."""
+    status = str(outcome.get("status") or "unknown")
+    key = status if status in ("changed", "unchanged", "rolled back") else ("left drained" if "left drained" in status else status)
+    line = fleet.summary_lines([(host, dict(outcome, group=group))])[0]  # the per-host line the scenario checks parse
+    return [key], key not in ("changed", "unchanged") or bool(outcome.get("error")), line
+
+
+def _rollout_rows(hostvars, hosts, name):
+    return rolling.summary_rows(hostvars, hosts, "triton_models_rollout", _rollout_judge, name)
+
+
+def rollout_summary_hosts(hostvars, hosts):
+    """Every host of the rollout (plan order) with its outcome: the JSON the summary names."""
+    return _rollout_rows(hostvars, hosts, "rollout_summary_hosts")
+
+
+def rollout_summary(hostvars, hosts, details=""):
+    """Counts per rollout group, each group's version changes with their host counts, then only the hosts that need a
+    person (rolled back and why, left drained), in rollout order."""
+    rows = _rollout_rows(hostvars, hosts, "rollout_summary")
+    moves = {}
+    for row in rows:
+        if row["counts"] == ["changed"]:
+            for model in row["result"].get("models") or []:
+                if model.get("from") != model.get("to"):
+                    key = (row["group"], model.get("name"), str(model.get("from", [])), str(model.get("to", [])))
+                    moves[key] = moves.get(key, 0) + 1
+    extra = ["%s: %s %s -> %s on %d host%s" % (key + (count, "" if count == 1 else "s")) for key, count in moves.items()]
+    return rolling.summary_lines(rows, ROLLOUT_KEYS, ROLLOUT_ALWAYS, details, extra)
 
 
 class FilterModule(object):
@@ -210,6 +242,7 @@ class FilterModule(object):
             "rollout_plan": rollout_plan,
             "desired_models": desired_models,
             "rollout_summary": rollout_summary,
+            "rollout_summary_hosts": rollout_summary_hosts,
             "rollout_outcome": rollout_outcome,
             "verified_records": verified_records,
             "records_current": records_current,

@@ -10,21 +10,79 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 
-def rolling_summary(hostvars, hosts):
-    """One line per host, in plan order: its outcome (and error), or that the run did not reach it."""
+def _plan_groups(hostvars):
+    """host -> rollout group from the plan on localhost (playbooks/rolling_plan.yml), for hosts the run did not reach."""
+    plan = (hostvars.get("localhost") or {}).get("aiops_rollout_plan") or {}
+    return dict((h, g.get("name")) for g in plan.get("groups") or [] for h in g.get("hosts") or [])
+
+
+def summary_rows(hostvars, hosts, fact, judge, name):
+    """One row per host in plan order: {host, group, counts (the group line's keys), needs_person, line, result}.
+
+    ``judge(host, group, result)`` -> (counts, needs_person, line) for a host with a result (``fact`` in its hostvars)."""
     if not isinstance(hosts, (list, tuple)):
-        raise AnsibleFilterError("rolling_summary: hosts must be a list, got %s" % type(hosts).__name__)
-    lines = []
+        raise AnsibleFilterError("%s: hosts must be a list, got %s" % (name, type(hosts).__name__))
+    planned = _plan_groups(hostvars)
+    rows = []
     for host in hosts:
-        result = (hostvars.get(host) or {}).get("triton_rolling_result")
-        if not result:
-            lines.append("%s: not reached" % host)
-            continue
-        line = "%s [%s]: %s" % (host, result.get("group", "?"), result.get("outcome", "?"))
-        if result.get("error"):
-            line += ": %s" % result["error"]
-        lines.append(line)
+        result = (hostvars.get(host) or {}).get(fact)
+        group = (result or {}).get("group") or planned.get(host) or "?"
+        if result:
+            counts, needs_person, line = judge(host, group, result)
+        else:
+            counts, needs_person, line = ["not reached"], False, "%s: not reached" % host
+        rows.append({"host": host, "group": group, "counts": counts, "needs_person": needs_person, "line": line, "result": result or None})
+    return rows
+
+
+def summary_lines(rows, keys, always, details="", extra=None):
+    """Counts first: one line per rollout group (``keys`` in order: those in ``always`` even at 0, the others where not 0),
+    ``extra`` lines, then a line per host that needs a person, then where the full per-host list is (``details``): a run
+    over 1,000 hosts prints a few lines."""
+    groups = {}
+    for row in rows:
+        groups.setdefault(row["group"], []).append(row)
+    lines = []
+    for group, members in groups.items():
+        counted = {}
+        for row in members:
+            for key in row["counts"]:
+                counted[key] = counted.get(key, 0) + 1
+        shown = [k for k in keys if k in counted or k in always]
+        shown += sorted(k for k in counted if k not in keys)
+        lines.append("%s: %d hosts, %s" % (group, len(members), ", ".join("%d %s" % (counted.get(k, 0), k) for k in shown)))
+    lines.extend(extra or [])
+    lines.extend(row["line"] for row in rows if row["needs_person"])
+    if details:
+        lines.append("every host: %s" % details)
     return lines
+
+
+def _rolling_judge(host, group, result):
+    outcome = str(result.get("outcome") or "?")
+    failed = "failed" in outcome
+    drained = "left drained" in outcome or "still out of traffic" in outcome or outcome.startswith("quarantined")
+    counts = ["failed" if failed else ("unchanged" if outcome == "unchanged" else "set up" if outcome.startswith("set up") else "done")]
+    counts += ["left drained"] if drained else []
+    line = "%s [%s]: %s" % (host, group, outcome)
+    if result.get("error"):
+        line += ": %s" % result["error"]
+    return counts, failed or drained or bool(result.get("error")), line
+
+
+ROLLING_KEYS = ["done", "unchanged", "set up", "failed", "left drained", "not reached"]
+ROLLING_ALWAYS = ["done", "failed", "left drained"]
+
+
+def rolling_summary_hosts(hostvars, hosts):
+    """Every host of the run (plan order) with its outcome: the JSON the summary names."""
+    return summary_rows(hostvars, hosts, "triton_rolling_result", _rolling_judge, "rolling_summary_hosts")
+
+
+def rolling_summary(hostvars, hosts, details=""):
+    """Counts per rollout group, then only the hosts that need a person (failed, left drained), in plan order."""
+    rows = summary_rows(hostvars, hosts, "triton_rolling_result", _rolling_judge, "rolling_summary")
+    return summary_lines(rows, ROLLING_KEYS, ROLLING_ALWAYS, details)
 
 
 def drain_refusals(draining, membership, ordered_groups, states):
@@ -54,4 +112,4 @@ def drain_refusals(draining, membership, ordered_groups, states):
 
 class FilterModule(object):
     def filters(self):
-        return {"rolling_summary": rolling_summary, "drain_refusals": drain_refusals}
+        return {"rolling_summary": rolling_summary, "rolling_summary_hosts": rolling_summary_hosts, "drain_refusals": drain_refusals}

@@ -5,7 +5,6 @@ triton_model_config from the canary's pins: the canary (fleet-a) matches, the wa
 anomaly_detector version 1, so its report must show READY [2] vs pinned [1] and a config.pbtxt diff.
 """
 
-import base64
 import hashlib
 import json
 import os
@@ -123,16 +122,22 @@ def test_report_matches_the_real_fleet_and_changes_nothing(fleet, tmp_path):
     (anomaly,) = [m for m in wave["models"] if m["name"] == "anomaly_detector"]
     assert "-    versions: [ 2 ]" in anomaly["config_diff"] and "+    versions: [ 1 ]" in anomaly["config_diff"]
     assert wave["passed"] is False
-    assert report["summary"] == {"hosts": 2, "passed": 1, "drifted": ["fleet-b"], "failed": [], "out_of_traffic": []}
+    assert report["summary"] == {"hosts": 2, "passed": 1, "drifted": ["fleet-b"], "failed": [], "out_of_traffic": [],
+                                 "gpu_unhealthy": None, "quarantined": [], "not_reported": []}
+    # the one thing wrong, with the command that fixes it (verify.yml passes its inventory along)
+    (drift,) = report["exceptions"]
+    assert (drift["kind"], drift["hosts"]) == ("drifted", ["fleet-b"])
+    assert drift["command"] == "ansible-playbook -i %s aiops.triton.models --limit fleet-b" % (tmp_path / "hosts.yml")
+    assert "needs a person: Drift: anomaly_detector: READY versions [2], pinned [1]" in proc.stdout
 
     with open(html_path, encoding="utf-8") as handle:
         page = handle.read()
-    assert "<h2>Rollout group triton_canary</h2>" in page and "<h2>Rollout group triton_wave_1</h2>" in page
-    assert page.count("<table>") == 2
+    assert page.index('<section id="exceptions">') < page.index('<section id="groups">') < page.index('<section id="hosts">')
+    assert "<td>triton_canary</td>" in page and "<td>triton_wave_1</td>" in page
+    assert page.count('<table class="detail"') == 2 and page.count('<tr data-h="fleet-') == 2 + 2 * len(MODELS)
     assert "<td class=\"bad\">READY versions [2], pinned [1]; config.pbtxt on the host differs" in page
-    for name in MODELS:
-        marker = '<img alt="latency of %s" src="data:image/png;base64,' % name
-        assert marker in page
-        png = base64.b64decode(page.split(marker, 1)[1].split('"', 1)[0])
-        assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 2000
-    assert "http://" not in page and "<script" not in page  # self-contained
+    for name in MODELS:  # a latency plot per model, drawn into the page
+        figure = page.split('<figure class="plot" data-model="%s">' % name, 1)[1].split("</figure>", 1)[0]
+        assert "<svg viewBox=" in figure and figure.count("<rect ") == 4  # p50 and p99 boxes of both groups
+    # self-contained: nothing fetched, the script inline
+    assert "http://" not in page and "<link" not in page and "<script src" not in page

@@ -148,7 +148,9 @@ def test_good_rollout_is_verified_and_recorded(lab):
     assert client.ready_versions("add_sub_pipeline") == [1]
     assert record(lab, "add_sub")["versions"] == [1]
     assert record(lab, "add_sub_pipeline")["versions"] == [1]
-    assert "localhost [triton_servers]: changed: add_sub [] -> [1]" in proc.stdout, proc.stdout[-4000:]
+    # the summary counts per rollout group and names each version change once (hosts only where a person is needed)
+    assert "triton_servers: 1 hosts, 1 changed, 0 rolled back, 0 left drained" in proc.stdout, proc.stdout[-4000:]
+    assert "triton_servers: add_sub [] -> [1] on 1 host" in proc.stdout, proc.stdout[-4000:]
 
 
 def test_upgrade_serves_exactly_the_listed_versions(lab):

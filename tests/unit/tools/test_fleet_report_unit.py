@@ -3,6 +3,8 @@
 import importlib.util
 import os
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 spec = importlib.util.spec_from_file_location("fleet_report", os.path.join(ROOT, "playbooks", "files", "fleet_report.py"))
 fleet_report = importlib.util.module_from_spec(spec)
@@ -21,9 +23,14 @@ def test_an_unreachable_host_is_reported_with_the_reason_not_as_drift():
     assert host["group"] == "triton_wave_1" and host["reachable"] is False and host["passed"] is False
     assert host["failures"] == [UNREACHABLE["verify"]["msg"]]
     assert host["drift"] == []  # nothing is known about its versions, so nothing is claimed
-    assert report["summary"] == {"hosts": 1, "passed": 0, "drifted": [], "failed": ["gpu-7"], "out_of_traffic": []}
-    page = fleet_report.render_html(report, {})
-    assert "<h2>Rollout group triton_wave_1</h2>" in page and "unreachable" in page and "is not live after 5s" in page
+    assert report["summary"] == {"hosts": 1, "passed": 0, "drifted": [], "failed": ["gpu-7"], "out_of_traffic": [],
+                                 "gpu_unhealthy": None, "quarantined": [], "not_reported": []}
+    # most severe first, each with what to run: Triton does not answer, and nvidia-smi cannot reach the driver
+    assert [(e["kind"], e["reason"], e["hosts"], e["command"]) for e in report["exceptions"]] == [
+        ("unreachable", UNREACHABLE["verify"]["msg"], ["gpu-7"], "ansible-playbook -i <inventory> aiops.triton.triton_server --limit gpu-7"),
+        ("gpu-driver", UNREACHABLE["gpu"]["message"], ["gpu-7"], "ansible-playbook -i <inventory> aiops.triton.gpu_stack --limit gpu-7")]
+    page = fleet_report.render_html(report)
+    assert "<td>triton_wave_1</td>" in page and "unreachable" in page and "is not live after 5s" in page
 
 
 def test_a_failed_config_check_is_drift_with_its_reason():
@@ -43,8 +50,102 @@ def test_load_balancer_state_per_host_and_hosts_out_of_traffic():
     assert [(h["host"], h["lb_state"]) for h in report["hosts"]] == [
         ("gpu-1", "up"), ("gpu-2", "drained"), ("gpu-3", "unknown"), ("gpu-7", "unknown")]
     assert report["summary"]["out_of_traffic"] == ["gpu-2"]
-    page = fleet_report.render_html(report, {})
+    page = fleet_report.render_html(report)
     assert "<th>Load balancer</th>" in page
-    assert '<td class="bad">drained</td>' in page and '<td class="">up</td>' in page
+    assert '<td class="bad">drained</td>' in page and '<td>up</td>' in page
     assert '<td class="bad">unknown (socat: connection refused)</td>' in page
-    assert "out of traffic on the load balancer: gpu-2." in page
+    assert '<li class="count bad" data-count="out of traffic"><b>1 (0 quarantined)</b> out of traffic</li>' in page
+    commands = dict((e["kind"], (e["hosts"], e["command"])) for e in report["exceptions"])
+    assert commands["out-of-traffic"] == (["gpu-2"], "ansible-playbook -i <inventory> aiops.triton.undrain --limit gpu-2")
+    # the balancer is fixed on its own hosts: no --limit of Triton hosts
+    assert commands["lb-unread"] == (["gpu-3"], "ansible-playbook -i <inventory> aiops.triton.load_balancer")
+
+
+SERVING = {"server": {"live": True, "ready": True, "version": "2.51.0"}, "failures": [],
+           "models": [{"name": "m", "states": {"2": "READY"},
+                       "versions": [{"version": 2, "ready": True, "cases": [{"name": "c", "protocol": "http", "passed": True, "message": ""}],
+                                     "latency": {"requests": 30, "p50_ms": 1.0, "p99_ms": 2.0}}]}]}
+
+
+def serving(name, group="triton_wave_1", **extra):
+    base = dict(UNREACHABLE, host=name, groups=["triton_servers", group], verify=SERVING, lb_state="up",
+                gpu={"status": "not_installed", "gpus": [], "message": "nvidia-smi is not installed", "host_kind": "cpu"})
+    return dict(base, **extra)
+
+
+def test_without_gpu_health_the_report_says_not_read():
+    report = fleet_report.build({"rollout_groups": ["triton_wave_1"], "hosts": [serving("cpu-1")]})
+    assert report["summary"]["gpu_unhealthy"] is None and report["hosts"][0]["gpu_health"] is None
+    page = fleet_report.render_html(report)
+    assert '<b>not read</b> GPU unhealthy' in page and "<td>not read</td>" in page
+    assert report["exceptions"] == [] and "Needs a person (0)" in page
+
+
+def test_gpu_health_per_host_and_quarantine():
+    bad = {"verdict": "unhealthy", "reasons": ["GPU 1: Xid 79"], "gpus": [{"index": 1, "bus_id": "0000:3B:00.0", "verdict": "unhealthy"}],
+           "xid_events": [{"xid": 79}]}
+    # nvidia_gpu_health's shape: quarantined (bool) and the record in quarantine
+    quarantined = dict(bad, quarantined=True, quarantine={"reason": "Xid 79 alert", "since": "2026-03-02T04:11:09Z", "verdict": "unhealthy"})
+    raw = {"rollout_groups": ["triton_wave_1"],
+           "hosts": [serving("gpu-1"), serving("gpu-2", gpu_health=bad), serving("gpu-3", lb_state="drained")],
+           # verify.yml writes the facts beside the results; a host's own key (gpu-2) wins
+           "gpu_health": {"gpu-1": {"verdict": "healthy", "reasons": []}, "gpu-3": quarantined}}
+    report = fleet_report.build(raw, ["inv/prod"])
+    hosts = dict((h["host"], h) for h in report["hosts"])
+    assert [hosts[h]["gpu_health"]["verdict"] for h in ("gpu-1", "gpu-2", "gpu-3")] == ["healthy", "unhealthy", "unhealthy"]
+    assert hosts["gpu-3"]["quarantined"] == {"reason": "Xid 79 alert", "since": "2026-03-02T04:11:09Z"}
+    assert report["summary"]["gpu_unhealthy"] == ["gpu-2", "gpu-3"] and report["summary"]["quarantined"] == ["gpu-3"]
+    assert "quarantined" in hosts["gpu-3"]["states"] and "out-of-traffic" in hosts["gpu-3"]["states"]
+    # a quarantined host is out of traffic on purpose: the repair, not undrain, is what to run
+    assert [(e["kind"], e["hosts"], e["command"]) for e in report["exceptions"]] == [
+        ("gpu-unhealthy", ["gpu-2"], "ansible-playbook -i inv/prod aiops.triton.quarantine --limit gpu-2"),
+        ("quarantined", ["gpu-3"], "ansible-playbook -i inv/prod aiops.triton.quarantine --limit gpu-3")]
+    page = fleet_report.render_html(report)
+    assert '<b>2</b> GPU unhealthy' in page
+    assert '<td class="bad">quarantined since 2026-03-02T04:11:09Z (Xid 79 alert); unhealthy: GPU 1: Xid 79</td>' in page
+
+
+def test_exceptions_group_hosts_and_name_a_whole_rollout_group():
+    drifted = dict(SERVING, models=[dict(SERVING["models"][0], states={"1": "READY"})])
+    raw = {"rollout_groups": ["triton_canary", "triton_wave_1"], "inventory_hosts": ["c-1", "w-1", "w-2", "w-3", "gone"],
+           "hosts": [serving("c-1", "triton_canary"), serving("w-1", verify=drifted), serving("w-2", verify=drifted), serving("w-3", verify=drifted)]}
+    report = fleet_report.build(raw, ["a.yml", "b.yml"])
+    assert [(e["kind"], e["reason"], e["hosts"], e["command"]) for e in report["exceptions"]] == [
+        ("not-reported", "in the inventory, but verify.yml has no result for it (unreachable over SSH, or its play failed)", ["gone"],
+         "ansible-playbook -i a.yml -i b.yml aiops.triton.verify --limit gone"),
+        ("drifted", "m: READY versions [1], pinned [2]", ["w-1", "w-2", "w-3"],
+         "ansible-playbook -i a.yml -i b.yml aiops.triton.models --limit triton_wave_1")]
+    assert report["summary"]["not_reported"] == ["gone"]
+
+
+def test_aggregate_per_group_and_model_is_a_distribution_across_hosts():
+    def timed(name, p99, ready="2"):
+        verify = dict(SERVING, models=[dict(SERVING["models"][0], states={ready: "READY"},
+                                            versions=[dict(SERVING["models"][0]["versions"][0], latency={"requests": 30, "p50_ms": p99 / 2, "p99_ms": p99})])])
+        return serving(name, verify=verify)
+    hosts = [timed("w-%d" % i, float(i)) for i in range(1, 10)] + [timed("w-slow", 90.0, ready="1"), UNREACHABLE]
+    report = fleet_report.build({"rollout_groups": ["triton_wave_1"], "hosts": hosts})
+    (row,) = report["aggregates"]
+    assert (row["group"], row["model"], row["hosts"], row["unreachable"], row["at_pin"]) == ("triton_wave_1", "m", 11, 1, 9)
+    assert row["serving"] == {"2": 9, "1": 1}
+    assert row["golden"] == {"passed": 10, "total": 10, "hosts_passed": 10}
+    assert row["p99"] == {"hosts": 10, "min": 1.0, "median": 5.5, "p90": pytest.approx(17.1), "max": 90.0, "worst": "w-slow"}
+    page = fleet_report.render_html(report)
+    assert '<td data-v="5.5">1 / 5.5 / 17.1 / 90 (w-slow)</td>' in page  # the cell sorts by its median
+
+
+def test_host_columns_once_per_host_and_plots_do_not_grow_with_the_fleet():
+    def page_for(count):
+        hosts = [serving("w-%d" % i) for i in range(count)]
+        return fleet_report.render_html(fleet_report.build({"rollout_groups": ["triton_wave_1"], "hosts": hosts}))
+    small, large = page_for(3), page_for(300)
+    assert large.count("nvidia-smi is not installed") == 300  # the host's row, not each model's
+    assert small.count("<rect ") == large.count("<rect ") == 2  # a p50 and a p99 box for the one group
+    assert large.count('<svg viewBox="0 0 640 ') == 1
+    assert "Slowest p99: <b>" in large
+
+
+def test_a_quarantine_record_in_quarantined_itself_is_read_too():
+    health = {"verdict": "healthy", "reasons": [], "quarantined": {"reason": "by an operator", "since": ""}}
+    (host,) = fleet_report.build({"rollout_groups": [], "hosts": [serving("gpu-9", gpu_health=health)]})["hosts"]
+    assert host["quarantined"] == {"reason": "by an operator", "since": ""} and "quarantined" in host["states"]

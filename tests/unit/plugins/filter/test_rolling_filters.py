@@ -9,16 +9,18 @@ GROUPS = {"triton_canary": ["lab-1"], "triton_wave_1": ["lab-2", "lab-3", "lab-4
 ORDER = ["triton_canary", "triton_wave_1"]
 
 
-def test_summary_in_plan_order_names_the_failed_host_and_the_ones_not_reached():
+def test_summary_counts_per_group_in_plan_order_and_names_only_the_failed_host():
     hostvars = {
         "lab-2": {"triton_rolling_result": {"group": "triton_wave_1", "outcome": "failed, left drained", "error": "not ready"}},
         "lab-1": {"triton_rolling_result": {"group": "triton_canary", "outcome": "done"}},
         "lab-3": {},
+        "localhost": {"aiops_rollout_plan": {"groups": [{"name": "triton_canary", "hosts": ["lab-1"]},
+                                                        {"name": "triton_wave_1", "hosts": ["lab-2", "lab-3"]}]}},
     }
     assert rolling_summary(hostvars, ["lab-1", "lab-2", "lab-3"]) == [
-        "lab-1 [triton_canary]: done",
+        "triton_canary: 1 hosts, 1 done, 0 failed, 0 left drained",
+        "triton_wave_1: 2 hosts, 0 done, 1 failed, 1 left drained, 1 not reached",
         "lab-2 [triton_wave_1]: failed, left drained: not ready",
-        "lab-3: not reached",
     ]
 
 
