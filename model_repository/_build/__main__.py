@@ -199,29 +199,41 @@ def build_forecaster(out_repo, reports):
     from prophet.serialize import model_to_json
     stamps, values = forecaster.series(SEEDS["series"])
     model = forecaster.train(stamps[:-forecaster.HOLD_OUT], values[:-forecaster.HOLD_OUT])
-    vdir = os.path.join(out_repo, "metric_forecaster", "1")
-    _copy_sources("metric_forecaster", 1, vdir)
-    path = os.path.join(vdir, "prophet_model.json")
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(model_to_json(model))
-    fc = _load_module("metric_forecaster", 1, "forecast")
-    served = fc.load(path)
-    params = {k: v["string_value"] for k, v in render.load_spec(os.path.join(SOURCES, "metric_forecaster"))["config"]["parameters"].items()}
+    spec = render.load_spec(os.path.join(SOURCES, "metric_forecaster"))
+    params = {k: v["string_value"] for k, v in spec["config"]["parameters"].items()}
     anchor, seed = int(params["ANCHOR_POINTS"]), int(params["SEED"])
-    metrics = forecaster.evaluate(lambda v, t, h: fc.forecast(served, v, t, h, anchor, seed)[1], stamps, values)
     unix = stamps.as_unit("s").asi8.astype(np.int64)
-    cases = []
-    for name, hist_v, hist_t, horizon in (
-            ("two days of hourly history, 6 hours ahead", values[-forecaster.HOLD_OUT - 48:-forecaster.HOLD_OUT],
-             unix[-forecaster.HOLD_OUT - 48:-forecaster.HOLD_OUT], 6),
-            ("same history on a busier host (+500 req/s), 3 hours ahead", values[-forecaster.HOLD_OUT - 48:-forecaster.HOLD_OUT] + 500,
-             unix[-forecaster.HOLD_OUT - 48:-forecaster.HOLD_OUT], 3)):
-        hist_v = np.round(hist_v, 1).astype(np.float32)
-        t, yhat, lo, hi = fc.forecast(served, hist_v, hist_t, horizon, anchor, seed)
-        cases.append(golden.case(name, {"history_values": hist_v, "history_timestamps": hist_t, "horizon": np.array([horizon], dtype=np.int32)},
-                                 {"forecast_timestamps": golden.exact(t), "yhat": golden.close(yhat, rtol=1e-3),
-                                  "yhat_lower": golden.close(lo, rtol=0.02), "yhat_upper": golden.close(hi, rtol=0.02)}))
-    golden.write(os.path.join(vdir, "golden_cases.json"), "metric_forecaster", 1, cases)
+    history = (values[-forecaster.HOLD_OUT - 48:-forecaster.HOLD_OUT], unix[-forecaster.HOLD_OUT - 48:-forecaster.HOLD_OUT])
+    requests = [("two days of hourly history, 6 hours ahead", history[0], history[1], 6),
+                ("same history on a busier host (+500 req/s), 3 hours ahead", history[0] + 500, history[1], 3)]
+    metrics, answers = None, {}
+    for version in spec["versions"]:
+        vdir = os.path.join(out_repo, "metric_forecaster", str(version))
+        _copy_sources("metric_forecaster", version, vdir)
+        path = os.path.join(vdir, "prophet_model.json")
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(model_to_json(model))
+        fc = _load_module("metric_forecaster", version, "forecast")
+        served = fc.load(path) if version == 1 else fc.load(path, seed)
+        if version >= 2 and served.path != "direct":
+            raise SystemExit("metric_forecaster v%d: the direct path does not serve the built model: %s" % (version, served.describe()))
+        got = forecaster.evaluate(lambda v, t, h: fc.forecast(served, v, t, h, anchor, seed)[1], stamps, values)
+        if metrics is not None and got != metrics:
+            raise SystemExit("metric_forecaster v%d: held-out metrics %s differ from v1's %s" % (version, got, metrics))
+        metrics = got
+        cases = []
+        for name, hist_v, hist_t, horizon in requests:
+            hist_v = np.round(hist_v, 1).astype(np.float32)
+            answer = fc.forecast(served, hist_v, hist_t, horizon, anchor, seed)
+            # a later version must answer as version 1 does (same model, same draws): float rounding only
+            first = answers.setdefault(name, answer)
+            if not all(np.allclose(a, b, rtol=1e-6, atol=0) for a, b in zip(answer, first)):
+                raise SystemExit("metric_forecaster v%d answers %r differently from v1" % (version, name))
+            t, yhat, lo, hi = answer
+            cases.append(golden.case(name, {"history_values": hist_v, "history_timestamps": hist_t, "horizon": np.array([horizon], dtype=np.int32)},
+                                     {"forecast_timestamps": golden.exact(t), "yhat": golden.close(yhat, rtol=1e-3),
+                                      "yhat_lower": golden.close(lo, rtol=0.02), "yhat_upper": golden.close(hi, rtol=0.02)}))
+        golden.write(os.path.join(vdir, "golden_cases.json"), "metric_forecaster", version, cases)
     reports["metric_forecaster"] = {
         "summary": "Forecasts a metric (here: request rate) from its recent history with Prophet (daily + weekly "
                    "seasonality), re-anchored to the level of the history it is given; returns the point forecast "
@@ -234,7 +246,9 @@ def build_forecaster(out_repo, reports):
         "metrics_rows": [[metrics["mape_prophet"], metrics["mape_naive_daily"], metrics["mape_naive_weekly"]]],
         "notes": ["Interface: see model_repository/README.md#metric_forecaster.",
                   "The shape (trend and seasonality) is the training series'; only the level adapts to a request. "
-                  "Fit one model per metric family for real use."],
+                  "Fit one model per metric family for real use.",
+                  "Version 2 serves the same model and answers as version 1 (its golden cases are version 1's), "
+                  "evaluated in numpy without Prophet's per-call pandas (docs/benchmarks.md)."],
         "metrics": metrics,
     }
 

@@ -8,9 +8,16 @@ each with the closed-loop generator of tools/bench/loadgen.py at every concurren
 rounds; writes build/reports/bench_serving.json, the tables of docs/benchmarks.md (its
 ``bench_serving`` section) and the PNG plots under docs/img/.
 
+metric_forecaster (issue 37) is served at its newest built version (2, the direct numpy path) and, at
+c=1 only, also at version 1 (Prophet's predict; "Prophet v1 via Triton gRPC", BENCH_V1_DURATION s per
+round, since its requests take hundreds of ms): its targets are p50 under 10 ms at c=1 and, at c=32,
+30 times version 1's throughput. Version 1 serves one request at a time (one instance), so its c=1
+throughput is its throughput at any concurrency; a closed loop at c=32 would need windows of minutes to
+record its 10-20 s requests whole.
+
 Settings (environment): BENCH_REPOSITORY (build/model_repository), BENCH_DURATION (s measured, 2),
-BENCH_WARMUP (s, 1), BENCH_ROUNDS (3), BENCH_CONCURRENCY (1,8,32,64), BENCH_MODELS (all three),
-BENCH_WORKERS (2), BENCH_DOCS (1 = write the docs section and plots; 0 = JSON only).
+BENCH_WARMUP (s, 1), BENCH_ROUNDS (3), BENCH_CONCURRENCY (1,8,32,64), BENCH_MODELS (all four),
+BENCH_V1_DURATION (10), BENCH_WORKERS (2), BENCH_DOCS (1 = write the docs section and plots; 0 = JSON only).
 Exit status 1 when a request failed, or (BENCH_STRICT=1) when a target ratio is missed; the docs
 and the output say which targets were met either way. Exit status 2 before anything starts when the
 1-minute load average exceeds the cores (tests/benchmarks/_load.py); ``--allow-loaded`` or
@@ -29,7 +36,8 @@ import loadgen  # noqa: E402
 import report  # noqa: E402
 import servers  # noqa: E402
 
-MODELS = ("anomaly_detector", "alert_classifier", "ops_pipeline")
+MODELS = ("anomaly_detector", "alert_classifier", "ops_pipeline", "metric_forecaster")
+V1 = "Prophet v1 via Triton gRPC"  # not "Triton ...": the FastAPI comparison leaves it out
 DOCS = os.path.join(CHECKOUT, "docs", "benchmarks.md")
 IMG = os.path.join(CHECKOUT, "docs", "img")
 
@@ -46,12 +54,20 @@ def variants(triton, fastapi):
     return out
 
 
+def extra_variants(model, triton):
+    """(name, target, concurrencies) measured besides ``variants``: metric_forecaster's version 1."""
+    if model != servers.FORECASTER:
+        return []
+    return [(V1, dict(kind="triton", protocol="grpc", url=triton.grpc, version="1"), (1,))]
+
+
 def run(settings):
     repo = settings["repository"]
     windows, texts = loadgen.payloads(CHECKOUT, repo)
     raw = {}
     started = time.monotonic()
-    with servers.Triton(repo) as triton, servers.FastAPIServer(repo, 1) as one, \
+    served = servers.BENCH_MODELS + ((servers.FORECASTER,) if servers.FORECASTER in settings["models"] else ())
+    with servers.Triton(repo, models=served) as triton, servers.FastAPIServer(repo, 1) as one, \
             servers.FastAPIServer(repo, settings["workers"]) as many:
         pids = {"triton": triton.pids, 1: one.pids, settings["workers"]: many.pids}
         names = variants(triton, (one, many))
@@ -70,6 +86,14 @@ def run(settings):
                         print("round %d %-16s %-22s c=%-3d %8.1f req/s p50 %7.2f p99 %7.2f ms errors %d"
                               % (rnd + 1, model, name, conc, sample["throughput"], sample["p50"], sample["p99"],
                                  sample["errors"]), flush=True)
+                    for name, target, concs in extra_variants(model, triton):
+                        if conc in concs:
+                            sample = loadgen.measure(dict(target, model=model), conc, settings["v1_duration"],
+                                                     settings["warmup"], windows, texts, pids["triton"])
+                            raw.setdefault(model, {}).setdefault(name, {}).setdefault(conc, []).append(sample)
+                            print("round %d %-16s %-22s c=%-3d %8.1f req/s p50 %7.2f p99 %7.2f ms errors %d"
+                                  % (rnd + 1, model, name, conc, sample["throughput"], sample["p50"], sample["p99"],
+                                     sample["errors"]), flush=True)
     elapsed = time.monotonic() - started
     results = {m: {n: {c: report.aggregate(s) for c, s in by_c.items()} for n, by_c in by_n.items()}
                for m, by_n in raw.items()}
@@ -96,10 +120,29 @@ def check_targets(results):
             r3 = tri[mine][32]["p99"] / fast[best][32]["p99"]
             rows.append((model, "c=32: %s req/s / best FastAPI req/s (%s)" % (mine, best), r2, ">= 2", r2 >= 2))
             rows.append((model, "c=32: %s p99 / that FastAPI's p99" % mine, r3, "<= 1", r3 <= 1.0))
+    rows += forecaster_targets(results)
     errors = sum(v["errors"] for by_n in results.values() for by_c in by_n.values() for v in by_c.values())
     for row in rows:
         ok = ok and row[4]
     return rows, ok, errors
+
+
+def forecaster_targets(results):
+    """Issue 37's targets for metric_forecaster: Triton's best variant p50 at c=1 under 10 ms (absolute), and its
+    best c=32 throughput at least 30 times version 1's (measured at c=1: see the module docstring)."""
+    by_name = results.get(servers.FORECASTER, {})
+    tri = {n: v for n, v in by_name.items() if n.startswith("Triton")}
+    rows = []
+    if tri and all(1 in v for v in tri.values()):
+        mine = min(tri, key=lambda n: tri[n][1]["p50"])
+        p50 = tri[mine][1]["p50"]
+        rows.append((servers.FORECASTER, "c=1: %s p50 ms (version 2)" % mine, p50, "< 10 ms", p50 < 10.0))
+    old = by_name.get(V1, {}).get(1)
+    if tri and old and old["throughput"] > 0 and all(32 in v for v in tri.values()):
+        mine = max(tri, key=lambda n: tri[n][32]["throughput"])
+        ratio = tri[mine][32]["throughput"] / old["throughput"]
+        rows.append((servers.FORECASTER, "c=32: %s req/s / %s req/s (c=1)" % (mine, V1), ratio, ">= 30", ratio >= 30))
+    return rows
 
 
 def plots(results, settings, load):
@@ -129,8 +172,8 @@ def plots(results, settings, load):
 
     fig, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 4), squeeze=False)
     for ax, model in zip(axes[0], models):
-        names = list(results[model])
-        concs = sorted(results[model][names[0]])
+        concs = sorted(max((results[model][n] for n in results[model]), key=len))
+        names = [n for n in results[model] if set(concs) <= set(results[model][n])]  # version 1 has c=1 only
         width = 0.8 / len(names)
         for k, name in enumerate(names):
             xs = [i + k * width for i in range(len(concs))]
@@ -165,12 +208,16 @@ def markdown(results, settings, elapsed, facts, load, targets, errors):
         "(same model.onnx and classifier.skops loaded in the web process, `async def` handlers) under uvicorn "
         "with 1 and %d workers, JSON body or binary body (.npy array; raw text for the classifier). Batch 1 per "
         "request. FastAPI's `ops_pipeline` is the two calls its client makes (anomaly, then classifier), timed "
-        "as one request; Triton's is one call to the ensemble. Closed loop at concurrency %s, generator "
+        "as one request; Triton's is one call to the ensemble. `metric_forecaster`: 48 hourly points ending a "
+        "week after the training end, 6 h ahead (32 windows an hour apart; JSON or `numpy.savez` body for FastAPI), "
+        "answered by its newest version (2) through that version's own forecast.py on both sides; \"%s\" is "
+        "version 1 (Prophet's predict) on the same Triton, at c=1 for %s s per round. Closed loop at concurrency %s, generator "
         "in up to 4 forked processes (tools/bench/loadgen.py, clients: tritonclient for Triton, http.client "
         "keep-alive for FastAPI, and the same http.client code against Triton's HTTP as \"Triton HTTP "
         "http.client\"), %s s warm-up then %s s measured, %d interleaved rounds, median per cell. "
         "CPU = cores used (CPU seconds / measured seconds) by the server's process tree and by the generator. "
-        "This run took %.0f s." % (settings["workers"], ", ".join(map(str, settings["concurrency"])),
+        "This run took %.0f s." % (settings["workers"], V1, fmt(settings["v1_duration"]),
+                                   ", ".join(map(str, settings["concurrency"])),
                                    fmt(settings["warmup"]), fmt(settings["duration"]), settings["rounds"], elapsed),
         "",
     ]
@@ -189,8 +236,9 @@ def markdown(results, settings, elapsed, facts, load, targets, errors):
                         name, conc, fmt(v["throughput"]), fmt(v["p50"], 2), fmt(v["p95"], 2), fmt(v["p99"], 2),
                         v["errors"], v["server_cpu"], v["gen_cpu"], fmt(per_cpu)))
         lines.append("")
-    lines += ["#### Targets (ratios in this run: Triton's better variant against the best FastAPI variant)", "",
-              "| model | measure | ratio | target | met |", "|---|---|---|---|---|"]
+    lines += ["#### Targets (in this run: Triton's better variant against the best FastAPI variant; for "
+              "metric_forecaster also its p50 and its throughput against version 1's)", "",
+              "| model | measure | value | target | met |", "|---|---|---|---|---|"]
     for model, what, ratio, target, met in targets:
         lines.append("| %s | %s | %.2f | %s | %s |" % (model, what, ratio, target, "yes" if met else "**no**"))
     lines += ["", "Failed requests in the whole run: %d." % errors, "",
@@ -208,6 +256,7 @@ def main():
         "concurrency": report.env_list("BENCH_CONCURRENCY", "1,8,32,64", int),
         "models": report.env_list("BENCH_MODELS", ",".join(MODELS)),
         "workers": report.env_num("BENCH_WORKERS", 2, int),
+        "v1_duration": report.env_num("BENCH_V1_DURATION", 10.0),
     }
     unknown = set(settings["models"]) - set(MODELS)
     if unknown:

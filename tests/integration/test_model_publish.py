@@ -72,7 +72,7 @@ def test_publishes_every_version_with_its_manifest_and_twice_uploads_nothing(mot
     rc, first, _err = publish(moto_server, built_repository, bucket)
     assert rc == 0, first
     assert sorted(first["published"]) == ["alert_classifier/1", "anomaly_detector/1", "anomaly_detector/2",
-                                          "metric_forecaster/1", "ops_pipeline/1"]
+                                          "metric_forecaster/1", "metric_forecaster/2", "ops_pipeline/1"]
     client = moto_server.client()
     body = client.get_object(Bucket=bucket, Key="ops/alert_classifier/1/MANIFEST.json")["Body"].read()
     assert published(body) == expected_manifest("alert_classifier", 1, os.path.join(built_repository, "alert_classifier", "1"))
@@ -86,7 +86,7 @@ def test_publishes_every_version_with_its_manifest_and_twice_uploads_nothing(mot
     rc, second, err = publish(moto_server, built_repository, bucket)
     assert rc == 0
     assert second["uploaded_files"] == 0 and second["published"] == []
-    assert len(second["unchanged"]) == 5
+    assert len(second["unchanged"]) == 6
     assert "nothing to upload" in err
 
 

@@ -16,7 +16,7 @@ from triton_fixtures import CHECKOUT, run_module
 pytestmark = pytest.mark.integration
 
 VERSIONS = [("anomaly_detector", 1), ("anomaly_detector", 2), ("alert_classifier", 1), ("metric_forecaster", 1),
-            ("ops_pipeline", 1)]
+            ("metric_forecaster", 2), ("ops_pipeline", 1)]
 SEED_ALERTS = {"Pod memory usage exceeds 90% threshold": "memory",
                "Network latency P99 increased to 5000ms": "network",
                "Disk space on /dev/sda1 is 95% full": "disk"}

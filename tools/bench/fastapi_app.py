@@ -1,8 +1,9 @@
 """The naive deployment Triton is compared with: FastAPI + uvicorn, models loaded in the web process.
 
 Same artifacts as Triton serves (``$BENCH_MODEL_REPOSITORY``, default build/model_repository):
-anomaly_detector's latest version (model.onnx, onnxruntime, the one ops_pipeline pins) and
-alert_classifier (classifier.skops through the model's own ``classify.py``).  Run with::
+anomaly_detector's latest version (model.onnx, onnxruntime, the one ops_pipeline pins),
+alert_classifier (classifier.skops through the model's own ``classify.py``) and metric_forecaster's
+latest version (prophet_model.json through that version's own ``forecast.py``).  Run with::
 
     BENCH_MODEL_REPOSITORY=build/model_repository uvicorn tools.bench.fastapi_app:app --workers 2
 
@@ -12,6 +13,8 @@ Endpoints, batch 1 per request, each in two encodings of the input:
 - ``POST /anomaly_detector/npy``   body = ``numpy.save`` of a float32 [60, 20] array
 - ``POST /alert_classifier``       JSON ``{"alert_text": "..."}``
 - ``POST /alert_classifier/text``  body = the UTF-8 text (a string has no tensor encoding)
+- ``POST /metric_forecaster``      JSON ``{"history_values": [...], "history_timestamps": [...], "horizon": 6}``
+- ``POST /metric_forecaster/npz``  body = ``numpy.savez`` of the three arrays (Triton's three tensors)
 
 Every answer is small JSON.  The handlers are ``async def`` and run the model inline: for
 sub-millisecond models this is the faster FastAPI choice (a ``def`` handler adds a thread-pool
@@ -55,9 +58,19 @@ def _classifier():
     return classify, classify.load(os.path.join(version_dir, "classifier.skops"))
 
 
+def _forecaster():
+    version_dir = _latest("metric_forecaster")
+    sys.path.insert(0, version_dir)
+    import forecast  # noqa: E402  (the served model's own code, next to its model.py)
+    return forecast, forecast.load(os.path.join(version_dir, "prophet_model.json"))
+
+
 SESSION = _anomaly_session()
 CLASSIFY, PIPELINE = _classifier()
+FORECAST, FORECASTER = _forecaster()
 MIN_CONFIDENCE = 0.5
+# metric_forecaster's parameters in model.yml (ANCHOR_POINTS, SEED, MAX_HORIZON)
+ANCHOR_POINTS, SEED, MAX_HORIZON = 24, 0, 336
 app = FastAPI(title="aiops.triton bench baseline")
 
 
@@ -67,6 +80,21 @@ class MetricsWindow(BaseModel):
 
 class AlertText(BaseModel):
     alert_text: str = Field(min_length=1)
+
+
+class History(BaseModel):
+    history_values: List[float] = Field(min_length=2)
+    history_timestamps: List[int] = Field(min_length=2)
+    horizon: int
+
+
+def _forecast(values, stamps, horizon):
+    try:
+        stamps_out, yhat, lower, upper = FORECAST.forecast(FORECASTER, values, stamps, horizon, ANCHOR_POINTS, SEED, MAX_HORIZON)
+    except ValueError as exc:
+        raise HTTPException(422, str(exc))
+    return {"forecast_timestamps": stamps_out.tolist(), "yhat": yhat.tolist(), "yhat_lower": lower.tolist(),
+            "yhat_upper": upper.tolist()}
 
 
 def _detect(window):
@@ -106,6 +134,22 @@ async def alert_text(request: Request):
     if not text.strip():
         raise HTTPException(400, "empty alert text")
     return _classify(text)
+
+
+@app.post("/metric_forecaster")
+async def forecast_json(body: History):
+    return _forecast(np.asarray(body.history_values, dtype=np.float32), np.asarray(body.history_timestamps, dtype=np.int64),
+                     body.horizon)
+
+
+@app.post("/metric_forecaster/npz")
+async def forecast_npz(request: Request):
+    try:
+        with np.load(io.BytesIO(await request.body()), allow_pickle=False) as arrays:
+            values, stamps, horizon = arrays["history_values"], arrays["history_timestamps"], arrays["horizon"]
+    except (ValueError, KeyError, OSError) as exc:
+        raise HTTPException(400, "body is not an .npz of history_values, history_timestamps, horizon: %s" % exc)
+    return _forecast(values.astype(np.float32, copy=False), stamps.astype(np.int64, copy=False), int(horizon.reshape(-1)[0]))
 
 
 @app.get("/health")

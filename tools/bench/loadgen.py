@@ -32,6 +32,9 @@ import numpy as np
 # -- payloads ---------------------------------------------------------------------------------
 
 
+FORECAST_HORIZON = 6
+
+
 def payloads(checkout, repository, count=32, seed=7):
     """Real telemetry windows (float32 [60, 20]) and the alert texts of the classifier's golden cases."""
     import sys
@@ -41,6 +44,19 @@ def payloads(checkout, repository, count=32, seed=7):
     with open(os.path.join(repository, "alert_classifier", "1", "golden_cases.json"), encoding="utf-8") as handle:
         texts = [c["inputs"]["alert_text"]["data"][0] for c in json.load(handle)["cases"]]
     return np.asarray(windows, dtype=np.float32), texts
+
+
+def forecast_requests(count=32, hours=48):
+    """metric_forecaster requests as live traffic sends them: ``hours`` hourly points of the build's series
+    ending a week after its training end (so every row is past it), shifted by an hour each, 6 h ahead."""
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    from model_repository._build import forecaster
+    stamps, values = forecaster.series(21, weeks=10)
+    unix = stamps.as_unit("s").asi8.astype(np.int64)
+    values = np.round(values, 1).astype(np.float32)
+    trained = 24 * 7 * 8
+    return [(values[stop - hours:stop], unix[stop - hours:stop]) for stop in range(trained + 168, trained + 168 + count)]
 
 
 # -- clients: make(target, windows, texts) -> call(i) raising on any error ----------------------
@@ -59,8 +75,20 @@ def _triton_inputs(module, model, window, text):
     return inputs
 
 
+def _forecast_inputs(module, request):
+    values, stamps = request
+    inputs = []
+    for name, array, dtype in (("history_values", values, "FP32"), ("history_timestamps", stamps, "INT64"),
+                               ("horizon", np.array([FORECAST_HORIZON], dtype=np.int32), "INT32")):
+        tensor = module.InferInput(name, list(array.shape), dtype)  # no batch dimension: max_batch_size 0
+        tensor.set_data_from_numpy(array)
+        inputs.append(tensor)
+    return inputs
+
+
 _OUTPUTS = {"anomaly_detector": ["anomaly_score", "anomaly_labels"], "alert_classifier": ["class_label", "confidence"],
-            "ops_pipeline": ["anomaly_score", "anomaly_labels", "class_label", "confidence"]}
+            "ops_pipeline": ["anomaly_score", "anomaly_labels", "class_label", "confidence"],
+            "metric_forecaster": ["forecast_timestamps", "yhat", "yhat_lower", "yhat_upper"]}
 
 
 def _triton_client(target, windows, texts):
@@ -72,20 +100,30 @@ def _triton_client(target, windows, texts):
         import tritonclient.http as module
         client = module.InferenceServerClient(target["url"], concurrency=1, connection_timeout=30, network_timeout=30)
         outputs = [module.InferRequestedOutput(n, binary_data=True) for n in _OUTPUTS[target["model"]]]
-    model = target["model"]
-    sets = [_triton_inputs(module, model, windows[i % len(windows)], texts[i % len(texts)]) for i in range(len(windows))]
+    model, version = target["model"], target.get("version", "")
+    if model == "metric_forecaster":
+        sets = [_forecast_inputs(module, request) for request in forecast_requests()]
+    else:
+        sets = [_triton_inputs(module, model, windows[i % len(windows)], texts[i % len(texts)]) for i in range(len(windows))]
     first = _OUTPUTS[model][0]
 
     def call(i):
-        result = client.infer(model, sets[i % len(sets)], outputs=outputs)
+        result = client.infer(model, sets[i % len(sets)], model_version=version, outputs=outputs)
         if result.as_numpy(first) is None:
             raise RuntimeError("no %s in the answer" % first)
     return call
 
 
-def _triton_http_body(model, window, text):
+def _triton_http_body(model, window, text, forecast=None):
     """Triton's HTTP/REST request with binary tensors (its binary-data extension), prebuilt as bytes."""
     inputs, blobs = [], []
+    if model == "metric_forecaster":
+        values, stamps = forecast
+        for name, array, dtype in (("history_values", values, "FP32"), ("history_timestamps", stamps, "INT64"),
+                                   ("horizon", np.array([FORECAST_HORIZON], dtype=np.int32), "INT32")):
+            data = np.ascontiguousarray(array).tobytes()
+            inputs.append({"name": name, "shape": list(array.shape), "datatype": dtype, "parameters": {"binary_data_size": len(data)}})
+            blobs.append(data)
     if model in ("anomaly_detector", "ops_pipeline"):
         data = np.ascontiguousarray(window[None, ...], dtype=np.float32).tobytes()
         inputs.append({"name": "metrics_input", "shape": [1, 60, 20], "datatype": "FP32",
@@ -107,8 +145,11 @@ def _triton_plain_http_client(target, windows, texts):
     host, port = target["url"].rsplit(":", 1)
     conn = http.client.HTTPConnection(host, int(port), timeout=30)
     model = target["model"]
-    path = "/v2/models/%s/infer" % model
-    bodies = [_triton_http_body(model, windows[i % len(windows)], texts[i % len(texts)]) for i in range(len(windows))]
+    path = "/v2/models/%s%s/infer" % (model, "/versions/%s" % target["version"] if target.get("version") else "")
+    if model == "metric_forecaster":
+        bodies = [_triton_http_body(model, None, None, request) for request in forecast_requests()]
+    else:
+        bodies = [_triton_http_body(model, windows[i % len(windows)], texts[i % len(texts)]) for i in range(len(windows))]
     first = _OUTPUTS[model][0]
 
     def call(i):
@@ -142,8 +183,19 @@ def _fastapi_client(target, windows, texts):
             alert.append(("/alert_classifier/text", text.encode("utf-8"), "text/plain; charset=utf-8"))
         else:
             alert.append(("/alert_classifier", json.dumps({"alert_text": text}).encode(), "application/json"))
+    forecasts = []
+    if target["model"] == "metric_forecaster":
+        for values, stamps in forecast_requests():
+            if binary:
+                buf = io.BytesIO()
+                np.savez(buf, history_values=values, history_timestamps=stamps, horizon=np.array([FORECAST_HORIZON], dtype=np.int32))
+                forecasts.append(("/metric_forecaster/npz", buf.getvalue(), "application/octet-stream"))
+            else:
+                body = {"history_values": values.tolist(), "history_timestamps": stamps.tolist(), "horizon": FORECAST_HORIZON}
+                forecasts.append(("/metric_forecaster", json.dumps(body).encode(), "application/json"))
     # the FastAPI "pipeline" is what a client of that service does: two calls, one after the other
-    steps = {"anomaly_detector": [anomaly], "alert_classifier": [alert], "ops_pipeline": [anomaly, alert]}[target["model"]]
+    steps = {"anomaly_detector": [anomaly], "alert_classifier": [alert], "ops_pipeline": [anomaly, alert],
+             "metric_forecaster": [forecasts]}[target["model"]]
 
     def post(path, body, ctype):
         conn.request("POST", path, body=body, headers={"Content-Type": ctype})

@@ -20,6 +20,7 @@ sys.path.insert(0, os.path.join(CHECKOUT, "tests", "integration"))
 from triton_fixtures import TritonServer, free_port  # noqa: E402  (the harness the integration tests use)
 
 BENCH_MODELS = ("anomaly_detector", "alert_classifier", "ops_pipeline")
+FORECASTER = "metric_forecaster"  # served only when a benchmark asks for it (its stubs load Prophet: ~100 MB each)
 
 
 def read_config(path):
@@ -47,10 +48,10 @@ def apply_overrides(config, override):
     return config
 
 
-def triton_repository(src, dest, overrides=None):
-    """Copy the bench models of the built repository ``src`` to ``dest``, configs overridden."""
+def triton_repository(src, dest, overrides=None, models=BENCH_MODELS):
+    """Copy ``models`` of the built repository ``src`` to ``dest``, configs overridden."""
     overrides = overrides or {}
-    for model in BENCH_MODELS:
+    for model in models:
         shutil.copytree(os.path.join(src, model), os.path.join(dest, model),
                         ignore=shutil.ignore_patterns("__pycache__"))
         if model in overrides:
@@ -60,15 +61,15 @@ def triton_repository(src, dest, overrides=None):
 
 
 class Triton(object):
-    """The real tritonserver serving the bench models with ``overrides`` applied."""
+    """The real tritonserver serving ``models`` (the bench models by default) with ``overrides`` applied."""
 
-    def __init__(self, build_repo, overrides=None, backend_src=None):
-        self.build_repo, self.overrides, self.backend_src = build_repo, overrides, backend_src
+    def __init__(self, build_repo, overrides=None, backend_src=None, models=BENCH_MODELS):
+        self.build_repo, self.overrides, self.backend_src, self.models = build_repo, overrides, backend_src, models
         self.tmp = self.server = None
 
     def __enter__(self):
         self.tmp = tempfile.mkdtemp(prefix="bench-triton-")
-        repo = triton_repository(self.build_repo, os.path.join(self.tmp, "repo"), self.overrides)
+        repo = triton_repository(self.build_repo, os.path.join(self.tmp, "repo"), self.overrides, self.models)
         kwargs = {"backend_src": self.backend_src} if self.backend_src else {}
         self.server = TritonServer(repo, ready_timeout=600, **kwargs).start()
         self.pids = [self.server.pid]
