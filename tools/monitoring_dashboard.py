@@ -119,6 +119,27 @@ def build():
                            query("max by (host, gpu_uuid) (nv_gpu_memory_used_bytes{%s}) / max by (host, gpu_uuid) (nv_gpu_memory_total_bytes{%s})"
                                  % (SEL, SEL), "{{host}} {{gpu_uuid}}", "A")))
     )
+    # The triton_gpu_health reporter (node_exporter textfile): 0 healthy, 1 degraded, 2 unhealthy.
+    board = (
+        board.with_row(dash.Row("GPU health"))
+        .with_panel(stat.Panel().title("GPU health per host").datasource(DATASOURCE).height(6).span(8)
+                    .description("The host's GPU verdict from the triton_gpu_health reporter: 0 healthy, 1 degraded (serve, "
+                                 "report), 2 unhealthy (never serve).")
+                    .with_target(query("max by (host) (aiops_gpu_host_health{%s})" % SEL, "{{host}}", "A")))
+        .with_panel(table.Panel().title("GPU health per GPU").datasource(DATASOURCE).height(6).span(16)
+                    .description("Each GPU's verdict (0 healthy, 1 degraded, 2 unhealthy), row remap pending and uncorrectable "
+                                 "ECC errors since the driver loaded.")
+                    .with_target(query("max by (host, gpu, bus_id) (aiops_gpu_health_verdict{%s})" % SEL, "", "A", instant=True))
+                    .with_target(query("max by (host, gpu, bus_id) (aiops_gpu_row_remap_pending{%s})" % SEL, "", "B", instant=True))
+                    .with_target(query("max by (host, gpu, bus_id) (aiops_gpu_ecc_uncorrectable_volatile{%s})" % SEL, "", "C",
+                                       instant=True)))
+        .with_panel(table.Panel().title("GPU health reasons").datasource(DATASOURCE).height(8).span(12)
+                    .description("Why a host is not healthy, one row per reason (unhealthy first in the reporter's order).")
+                    .with_target(query("max by (host, severity, reason) (aiops_gpu_health_reason{%s})" % SEL, "", "A", instant=True)))
+        .with_panel(series("Hardware Xid events", "Xid events NVIDIA's catalogue classes as hardware faults, since boot or the "
+                           "last GPU reset, per host and Xid.", "short",
+                           query('sum by (host, xid) (aiops_gpu_xid_events_total{%s, class="hardware"})' % SEL, "{{host}} Xid {{xid}}", "A")))
+    )
     return board.build()
 
 

@@ -26,9 +26,9 @@ def fault_reasons(hostvars, host):
     """The host's reasons in one line (its quarantine first)."""
     health = _health(hostvars, host)
     reasons = list(health.get("reasons") or [])
-    quarantined = health.get("quarantined")
-    if quarantined:
-        reasons.insert(0, "quarantined (%s)" % ((quarantined.get("reason") if isinstance(quarantined, dict) else "") or "by an operator"))
+    if health.get("quarantined"):
+        record = health.get("quarantine") or {}
+        reasons.insert(0, "quarantined (%s)" % ((record.get("reason") if isinstance(record, dict) else "") or "by an operator"))
     return "; ".join(reasons) or "no reason recorded"
 
 

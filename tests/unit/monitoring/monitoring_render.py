@@ -22,7 +22,8 @@ TEST_VARS = {
 }
 TEST_VARS.update(dict(("triton_monitoring_alert_for_%s" % name, "5m") for name in (
     "down", "not_ready", "failure_ratio", "queue_p99", "pending_requests", "gpu_memory", "gpu_utilization", "drift", "drift_stale",
-    "lb_drained", "lb_down")))
+    "lb_drained", "lb_down", "gpu_unhealthy", "gpu_xid", "gpu_row_remap", "gpu_ecc", "gpu_fallen_off_bus", "ready_on_unhealthy_gpu",
+    "gpu_health_stale")))
 
 
 def role_file(*parts):

@@ -12,7 +12,9 @@ REMAP = "GPU 0 (00000000:4E:00.0): row remap pending, reset required"
 
 
 def health(verdict, *reasons, quarantined=None):
-    return {"triton_gpu_health": {"verdict": verdict, "reasons": list(reasons), "quarantined": quarantined}}
+    """The fact as nvidia_gpu_health returns it: quarantined a bool, its record in quarantine."""
+    return {"triton_gpu_health": {"verdict": verdict, "reasons": list(reasons), "quarantined": quarantined is not None,
+                                  "quarantine": quarantined}}
 
 
 def fleet(**faults):
