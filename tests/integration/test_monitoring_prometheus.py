@@ -9,6 +9,9 @@ drift reporter (the role's triton_model_drift.py) writes into. The role runs in 
 ansible-playbook, the play then assembles prometheus.yml from the role's snippet as a user does once,
 and the role's handler reloads Prometheus (Debian's prometheus, --web.enable-lifecycle). The alerts'
 for: are shortened through the role's variables.
+The GPU health alerts read what roles/triton_gpu_health's reporter writes into a host's textfile directory: the
+tests run its CLI (aiops_gpu_health.py beside the collection's gpu_health.py, laid out as the role installs it) on
+this machine against copies of the lab's nvidia-smi and kernel-log doubles, with the GPU state in a file of their own.
 """
 
 import json
@@ -35,6 +38,12 @@ NODE_EXPORTER = shutil.which("prometheus-node-exporter")
 ROLE = os.path.join(CHECKOUT, "roles", "triton_monitoring")
 DRIFT = os.path.join(ROLE, "files", "triton_model_drift.py")
 DASHBOARD = os.path.join(ROLE, "files", "grafana", "aiops-triton-dashboard.json")
+GPU_ROLE = os.path.join(CHECKOUT, "roles", "triton_gpu_health")
+DOUBLES = os.path.join(CHECKOUT, "tests", "doubles")
+# The host's python3, as the reporter's unit runs it: no Ansible there (a venv python finds ansible_collections).
+HOST_PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+GPU_BUS_ID = "00000000:4E:00.0"  # the doubles' one H100
+GPU_ALERTS = 'ALERTS{alertname=~"TritonGPU.*|TritonReadyOnUnhealthyGPU"}'
 OPS_MODELS = ("anomaly_detector", "alert_classifier", "metric_forecaster", "ops_pipeline")
 API_KEY = "monitoring-test-key-0123456789"
 SUBSTITUTIONS = {"$__rate_interval": "30s", "$rollout_group": ".*", "$host": ".*", "$model": ".*"}
@@ -186,6 +195,57 @@ class Lab(object):
         proc = subprocess.run(args, capture_output=True, text=True, check=False)
         assert proc.returncode == 0, proc.stderr
 
+    # -- the GPU health reporter, as its systemd timer runs it -----------------------------
+    def gpu_reporter(self, host):
+        """host's reporter directory as roles/triton_gpu_health/tasks/reporter.yml lays it out (the CLI, the
+        collection's module_utils it installs under their collection path, its settings with the role's thresholds),
+        pointed at copies of the doubles; the GPU state file is the doubles' AIOPS_GPU_STATE_FILE."""
+        base = os.path.join(self.tmp, "gpu-health-" + host)
+        if os.path.isdir(base):
+            return base
+        with open(os.path.join(GPU_ROLE, "tasks", "reporter.yml")) as handle:
+            files = [t for t in yaml.safe_load(handle) if "aiops.triton.host_files" in t][0]["aiops.triton.host_files"]["files"]
+        prefix = "{{ _triton_gpu_health_module_utils }}/"
+        verdict_code = [f["dest"][len(prefix):] for f in files if f["dest"].startswith(prefix)]
+        assert "gpu_health.py" in verdict_code, verdict_code
+        package = os.path.join(base, "lib", "ansible_collections", "aiops", "triton", "plugins", "module_utils")
+        os.makedirs(package)
+        for level in range(5):  # ansible_collections ... module_utils: regular packages, as the role makes them
+            open(os.path.join(package, *([os.pardir] * level + ["__init__.py"])), "w").close()
+        for name in verdict_code:
+            if name != "__init__.py":
+                shutil.copy(os.path.join(CHECKOUT, "plugins", "module_utils", name), os.path.join(package, name))
+        shutil.copy(os.path.join(GPU_ROLE, "files", "aiops_gpu_health.py"), base)
+        for double in ("nvidia-smi-health.double", "kernel-log.double"):
+            shutil.copy(os.path.join(DOUBLES, double), base)
+            os.chmod(os.path.join(base, double), 0o755)
+        with open(os.path.join(GPU_ROLE, "defaults", "main.yml")) as handle:
+            defaults = yaml.safe_load(handle)
+        with open(os.path.join(GPU_ROLE, "vars", "main.yml")) as handle:
+            threshold_names = list(yaml.safe_load(handle)["_triton_gpu_health_thresholds"])
+        config = {"nvidia_smi_path": os.path.join(base, "nvidia-smi-health.double"),
+                  "kernel_log_command": [os.path.join(base, "kernel-log.double")],
+                  "since_file": os.path.join(base, "since"), "quarantine_file": os.path.join(base, "quarantine.json"),
+                  "dcgm": True, "dcgm_diag": False,
+                  "thresholds": dict((name, defaults["triton_gpu_health_" + name]) for name in threshold_names)}
+        with open(os.path.join(base, "config.json"), "w") as handle:
+            json.dump(config, handle)
+        return base
+
+    def gpu_textfile(self, host):
+        return os.path.join(self.textfile[host], "aiops_gpu_health.prom")
+
+    def gpu_report(self, host, state):
+        """Put host's GPU in state (a state of the doubles) and run its reporter once."""
+        base = self.gpu_reporter(host)
+        with open(os.path.join(base, "gpu_state"), "w") as handle:
+            handle.write(state + "\n")
+        env = dict(os.environ, AIOPS_GPU_STATE_FILE=os.path.join(base, "gpu_state"), PATH="/usr/bin:/bin")
+        env.pop("PYTHONPATH", None)
+        proc = subprocess.run([HOST_PYTHON, os.path.join(base, "aiops_gpu_health.py"), "--config", os.path.join(base, "config.json"),
+                               "--output", self.gpu_textfile(host)], capture_output=True, text=True, env=env, cwd=base, check=False)
+        assert proc.returncode == 0, proc.stderr
+
     # -- the role --------------------------------------------------------------------------
     def inventory(self):
         hosts = {}
@@ -206,6 +266,10 @@ class Lab(object):
             "triton_monitoring_file_sd_refresh_interval": "2s",
             "triton_monitoring_alert_for_down": "3s",
             "triton_monitoring_alert_for_drift": "3s",
+            "triton_monitoring_alert_for_gpu_unhealthy": "3s",
+            "triton_monitoring_alert_for_gpu_row_remap": "3s",
+            "triton_monitoring_alert_for_gpu_ecc": "3s",
+            "triton_monitoring_alert_for_ready_on_unhealthy_gpu": "3s",
         }
         role_vars.update(extra_vars or {})
         play = [{
@@ -248,7 +312,11 @@ class Lab(object):
         return self.api("query", query=expr)["result"]
 
     def firing(self, alertname):
-        return [a["labels"] for a in self.api("alerts")["alerts"] if a["labels"]["alertname"] == alertname and a["state"] == "firing"]
+        return [a["labels"] for a in self.firing_alerts(alertname)]
+
+    def firing_alerts(self, alertname):
+        """The firing alerts of alertname, with their annotations."""
+        return [a for a in self.api("alerts")["alerts"] if a["labels"]["alertname"] == alertname and a["state"] == "firing"]
 
 
 @pytest.fixture(scope="module")
@@ -322,15 +390,19 @@ def dashboard_queries():
 
 def test_every_dashboard_query_returns_a_series(lab):
     gpu = len(lab.query("nv_gpu_utilization")) > 0
-    empty = []
+    empty, gpu_panels = [], []
     for title, expr in dashboard_queries():
         for name, value in SUBSTITUTIONS.items():
             expr = expr.replace(name, value)
+        if "nv_gpu_" in expr or "aiops_gpu_" in expr:
+            gpu_panels.append(title)
         result = wait_for(title, lambda: lab.query(expr), 20) if ("nv_gpu_" not in expr or gpu) else lab.query(expr)
         if not result:
             empty.append(title)
-    # Triton exports nv_gpu_* only on GPU hosts; on this CPU machine exactly the GPU panels are empty.
-    assert empty == ([] if gpu else ["GPU utilisation", "GPU memory used"])
+    # Triton exports nv_gpu_* only on GPU hosts, and the GPU health reporter writes aiops_gpu_* only where nvidia-smi
+    # answers (the GPU alert tests write them from the doubles): on this CPU machine exactly the GPU panels are empty.
+    assert "GPU utilisation" in gpu_panels and "GPU memory used" in gpu_panels and len(gpu_panels) > 2
+    assert sorted(empty) == ([] if gpu else sorted(gpu_panels))
 
 
 def test_drift_alert_fires_for_the_host_serving_an_unpinned_version(lab):
@@ -357,6 +429,81 @@ def server_ready(lab, host):
     """aiops_triton_server_ready of host as Prometheus last scraped it (None before the first scrape)."""
     result = lab.query('aiops_triton_server_ready{host="%s"}' % host)
     return result[0]["value"][1] if result else None
+
+
+def gpu_health(lab, host):
+    """aiops_gpu_host_health of host as Prometheus last scraped it (None before the reporter's first scrape)."""
+    result = lab.query('aiops_gpu_host_health{host="%s"}' % host)
+    return result[0]["value"][1] if result else None
+
+
+def start_healthy(lab):
+    """h2 ready (its Triton up, as the drift reporter saw it) and its GPU healthy, with no GPU alert pending or firing."""
+    lab.report("h2")
+    wait_for("h2 reported ready", lambda: server_ready(lab, "h2") == "1", 15)
+    lab.gpu_report("h2", "healthy")
+    wait_for("h2's GPU reported healthy", lambda: gpu_health(lab, "h2") == "0", 15, on_timeout=lambda: gpu_health(lab, "h2"))
+    assert lab.query(GPU_ALERTS) == []
+
+
+def resolve(lab):
+    """The GPU healthy again: every GPU alert resolves (none pending or firing)."""
+    lab.gpu_report("h2", "healthy")
+    wait_for("the GPU alerts resolved", lambda: not lab.query(GPU_ALERTS), 30,
+             on_timeout=lambda: json.dumps(lab.query(GPU_ALERTS), indent=1)[-3000:])
+    assert gpu_health(lab, "h2") == "0"
+
+
+def test_a_gpu_fallen_off_the_bus_fires_the_gpu_alerts_for_its_host_and_they_resolve_when_healthy(lab):
+    start_healthy(lab)
+    try:
+        lab.gpu_report("h2", "xid79")
+        ready_on_unhealthy = wait_for("TritonReadyOnUnhealthyGPU firing", lambda: lab.firing("TritonReadyOnUnhealthyGPU"), 30,
+                                      on_timeout=lambda: json.dumps(lab.query(GPU_ALERTS), indent=1)[-3000:])
+        assert [(a["host"], a["rollout_group"], a["job"], a["severity"]) for a in ready_on_unhealthy] == [
+            ("h2", "stable", "aiops-triton-node", "critical")]
+        off_bus = wait_for("TritonGPUFallenOffBus firing", lambda: lab.firing("TritonGPUFallenOffBus"), 15)
+        assert [(a["host"], a["rollout_group"], a["severity"]) for a in off_bus] == [("h2", "stable", "critical")]
+        unhealthy = wait_for("TritonGPUUnhealthy firing", lambda: lab.firing_alerts("TritonGPUUnhealthy"), 15)
+        assert [(a["labels"]["host"], a["labels"]["rollout_group"], a["labels"]["severity"]) for a in unhealthy] == [
+            ("h2", "stable", "critical")]
+        # the description lists the reporter's reasons, read back from Prometheus by the rule's query
+        description = unhealthy[0]["annotations"]["description"]
+        assert "Xid 79" in description and "fallen off the bus" in description and "GPU is lost" in description, description
+        xid = wait_for("TritonGPUXidHardwareEvent firing", lambda: lab.firing("TritonGPUXidHardwareEvent"), 15)
+        assert [(a["host"], a["xid"], a["bus_id"], a["severity"]) for a in xid] == [("h2", "79", GPU_BUS_ID, "critical")]
+        # only h2's GPU and only these: no row remap or ECC alert for a GPU that is lost, nothing for h1
+        firing = sorted((a["labels"]["alertname"], a["labels"]["host"]) for a in lab.api("alerts")["alerts"]
+                        if a["state"] == "firing" and a["labels"]["alertname"] in (
+                            "TritonGPUUnhealthy", "TritonGPUXidHardwareEvent", "TritonGPURowRemapPending", "TritonGPUECCUncorrectable",
+                            "TritonGPUFallenOffBus", "TritonReadyOnUnhealthyGPU", "TritonGPUHealthReporterStale"))
+        assert firing == [("TritonGPUFallenOffBus", "h2"), ("TritonGPUUnhealthy", "h2"), ("TritonGPUXidHardwareEvent", "h2"),
+                          ("TritonReadyOnUnhealthyGPU", "h2")]
+        resolve(lab)
+    finally:
+        if os.path.exists(lab.gpu_textfile("h2")):
+            os.unlink(lab.gpu_textfile("h2"))
+
+
+def test_a_pending_row_remap_fires_for_its_gpu_and_resolves_when_healthy(lab):
+    start_healthy(lab)
+    try:
+        lab.gpu_report("h2", "row_remap_pending")
+        remap = wait_for("TritonGPURowRemapPending firing", lambda: lab.firing("TritonGPURowRemapPending"), 30,
+                         on_timeout=lambda: json.dumps(lab.query(GPU_ALERTS), indent=1)[-3000:])
+        assert [(a["host"], a["rollout_group"], a["gpu"], a["bus_id"], a["severity"]) for a in remap] == [
+            ("h2", "stable", "0", GPU_BUS_ID, "warning")]
+        unhealthy = wait_for("TritonGPUUnhealthy firing", lambda: lab.firing_alerts("TritonGPUUnhealthy"), 15)
+        assert [a["labels"]["host"] for a in unhealthy] == ["h2"]
+        assert "GPU 0 (%s): row remap pending, reset required" % GPU_BUS_ID in unhealthy[0]["annotations"]["description"]
+        xid = wait_for("TritonGPUXidHardwareEvent firing", lambda: lab.firing("TritonGPUXidHardwareEvent"), 15)
+        assert [(a["host"], a["xid"], a["bus_id"]) for a in xid] == [("h2", "63", GPU_BUS_ID)]
+        assert wait_for("TritonReadyOnUnhealthyGPU firing", lambda: lab.firing("TritonReadyOnUnhealthyGPU"), 15)[0]["host"] == "h2"
+        assert lab.firing("TritonGPUFallenOffBus") == [] and lab.firing("TritonGPUECCUncorrectable") == []
+        resolve(lab)
+    finally:
+        if os.path.exists(lab.gpu_textfile("h2")):
+            os.unlink(lab.gpu_textfile("h2"))
 
 
 def test_stopping_triton_fires_triton_down_and_starting_it_clears_it(lab):
