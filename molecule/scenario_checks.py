@@ -3,7 +3,9 @@ test_scenario_checks.py) can feed them what a broken implementation would leave 
 
 - snapshots (molecule/conftest.py): a host's state read with one command, each command's exit checked;
 - the rollout summary (the drivers): why a host was rolled back, read from the summary's structured line;
-- what an unprivileged user sees (the container driver).
+- readiness while a rollout stops at its candidate: which probes the candidate explains;
+- what an unprivileged user sees (the container driver): which views hold a secret, and whether each view
+  ran, was refused, or broke.
 """
 
 import json
@@ -114,7 +116,51 @@ def bake_breach(line, model):
     return None
 
 
+# -- readiness while a rollout fails ------------------------------------------------------------
+def readiness_problem(status, indexes, serving, suffix=CANDIDATE_SUFFIX):
+    """None when one readiness probe of a host, taken while a rollout that must stop at its candidate runs, is
+    what that rollout may cause; else what is wrong with it.
+
+    status: /v2/health/ready's answer; indexes: the host's repository index (Triton's POST /v2/repository/index)
+    read just before and just after the probe; serving: {model: version} that must stay READY throughout. The
+    served versions are READY in both reads, and a status other than 200 is the candidate's doing: Triton's strict
+    readiness is not 200 while any model version loads, unloads or has failed (its reason not "unloaded"), so
+    a candidate must be in the index then and no other model in such a state. A rollout that never touched the
+    host (a wave the failure never reached) has no candidate: there readiness must be 200 at every probe."""
+    problems = []
+    for index in indexes:
+        ready = set((entry.get("name"), str(entry.get("version"))) for entry in index if entry.get("state") == "READY")
+        problems += ["%s %s was not READY" % (m, v) for m, v in sorted(serving.items()) if (m, str(v)) not in ready]
+    if status != 200:
+        entries = [entry for index in indexes for entry in index]
+        if not [e for e in entries if str(e.get("name", "")).endswith(suffix)]:
+            problems.append("readiness %s with no candidate in the index" % status)
+        others = [e for e in entries if not str(e.get("name", "")).endswith(suffix)
+                  and e.get("state") not in (None, "READY") and e.get("reason") != "unloaded"]
+        problems += ["readiness %s while %s %s was %s (%s)"
+                     % (status, e.get("name"), e.get("version"), e.get("state"), str(e.get("reason", ""))[:120])
+                     for e in others]
+    return "; ".join(sorted(set(problems))) or None
+
+
 # -- what an unprivileged user sees --------------------------------------------------------------
 def nobody_sees(views, secret):
     """Which of an unprivileged user's views (name -> text) hold the secret: [] when none does."""
     return sorted(name for name, text in views.items() if secret in text)
+
+
+# The answers of a command an unprivileged user is refused: systemd, journald, podman, the kernel.
+_DENIED = re.compile(r"permission denied|insufficient permissions|operation not permitted|access denied|"
+                     r"no such (?:container|object)", re.I)
+
+
+def view_outcome(rc, text):
+    """How an unprivileged user's view ran: 'shown' (it ran and printed something: search it), 'denied' (it
+    was refused for want of rights: nothing to see, which is what hiding means), or 'broken' (anything else:
+    a missing command, no output at all). A broken view shows nothing either, so a check that reads it
+    passes without looking: it must fail instead (a view once ran as `... || true` and could never fail)."""
+    if rc in (126, 127) or not (text or "").strip():
+        return "broken"
+    if rc == 0:
+        return "shown"
+    return "denied" if _DENIED.search(text) else "broken"

@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# stage.sh NAME CMD...: run one test stage, keep its log, print a one-line summary, fail loudly.
+# stage.sh [--pytest] NAME CMD...: run one test stage, keep its log, print a one-line summary, fail loudly.
 # A skipped test is no pass: the stage fails when a test skipped without an entry in the skip allow-list
 # (tests/skip_allowlist.txt, or $STAGE_SKIP_ALLOWLIST) saying why, or when pytest reported more skips
 # than it listed reasons for (the reasons come from -rs/-ra, which pytest.ini's addopts turn on).
+# --pytest: the stage runs pytest, so its closing line must be there to read: a stage without one (pytest
+# cut short, its output lost, a summary in a form this script cannot read) fails rather than pass with its
+# passes and skips uncounted. Where the log is split into sections by lines "== <what>" (the molecule loop
+# prints one per scenario), every section must have its own.
 set -uo pipefail
+pytest_stage=no
+if [ "${1:-}" = --pytest ]; then pytest_stage=yes; shift; fi
 name=$1; shift
 allowlist=${STAGE_SKIP_ALLOWLIST:-$(cd "$(dirname "$0")/.." && pwd)/tests/skip_allowlist.txt}
 mkdir -p build/logs
@@ -31,7 +37,17 @@ fi
 
 # "SKIPPED [N] path:line: reason" lines; each must contain an allow-list entry's text
 problem=""
-if [ "$skipped" -gt 0 ]; then
+if [ "$pytest_stage" = yes ]; then
+  # each "== <what>" section (or the whole log when there is none) needs a pytest closing line
+  unread=$(awk -v summary='^(=+ )?[0-9]+ [a-z]+.* in [0-9.]+s( \\([0-9:]+\\))?( =+)?$' '
+      /^== / { if (section != "" && !seen) print section; section = substr($0, 4); seen = 0; next }
+      $0 ~ summary { seen = 1 }
+      END { if (section == "" && !seen) print "(the whole log)"; else if (section != "" && !seen) print section }' "$plain")
+  if [ -n "$unread" ]; then
+    problem="no pytest summary line to read (no \"N passed ... in Ns\" line), so nothing was counted, in: $(tr '\n' ';' <<<"$unread" | sed 's/;$//; s/;/; /g')"
+  fi
+fi
+if [ -z "$problem" ] && [ "$skipped" -gt 0 ]; then
   if [ ! -r "$allowlist" ]; then
     problem="$skipped test(s) skipped and there is no skip allow-list $allowlist"
   elif grep -vE '^[[:space:]]*(#|$)' "$allowlist" | grep -vqE '^.+[^[:space:]][[:space:]]+\|[[:space:]]+[^[:space:]].*$'; then

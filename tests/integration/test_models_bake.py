@@ -20,6 +20,9 @@ from s3_fixtures import publish_version
 from test_models_playbook import ADD_SUB, KEY, add_sub_files
 from triton_fixtures import ADD_SUB_INPUTS, CHECKOUT, COLLECTIONS_PATH, TritonServer
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "molecule"))
+import scenario_checks  # noqa: E402  (molecule/scenario_checks.py: the summary's lines and the bake's breach, unit-tested)
+
 pytestmark = pytest.mark.integration
 
 BUCKET = "bake-models"
@@ -49,14 +52,18 @@ class Traffic(threading.Thread):
         self.stop = threading.Event()
         self.answers = {name: set() for name in servers}
         self.failures = {name: 0 for name in servers}
+        self.error = None
 
     def run(self):
-        while not self.stop.is_set():
-            for name, client in self.clients.items():
-                try:
-                    self.answers[name].update(client.infer("add_sub", LIVE_INPUTS)["VERSION"]["data"])
-                except TritonApiError:
-                    self.failures[name] += 1
+        try:
+            while not self.stop.is_set():
+                for name, client in self.clients.items():
+                    try:
+                        self.answers[name].update(client.infer("add_sub", LIVE_INPUTS)["VERSION"]["data"])
+                    except TritonApiError:
+                        self.failures[name] += 1
+        except Exception as exc:  # kept: traffic that stopped early would leave counts that prove nothing
+            self.error = "%s: %s" % (type(exc).__name__, exc)
 
 
 @pytest.fixture(scope="module")
@@ -118,12 +125,20 @@ def test_a_version_that_fails_only_on_live_traffic_is_baked_out_on_the_canary(fl
     try:
         proc = rollout(fleet, 3, bake_seconds=8)
     finally:
+        alive_at_stop = traffic.is_alive()
         traffic.stop.set()
         traffic.join(10)
+    assert traffic.error is None and alive_at_stop, "the live traffic stopped before the rollout ended: %s" % traffic.error
     out = proc.stdout + proc.stderr
     (fleet["root"] / "rollout.log").write_text(out)  # kept for a failed run
     assert proc.returncode != 0, out[-6000:]
-    assert "bake: add_sub failure_ratio" in out and "triton_canary" in out, out[-6000:]
+    # the canary's own summary line: rolled back, for the bake's breach of add_sub's failure ratio on its group
+    rolled = [line for line in scenario_checks.summary_lines(out, "canary")
+              if line.startswith("canary [triton_canary]: rolled back")]
+    assert rolled, "the canary's summary does not say rolled back: %s" % scenario_checks.summary_lines(out, "canary")
+    breach = scenario_checks.bake_breach(rolled[-1], "add_sub")
+    assert breach is not None and breach["metric"] == "failure_ratio", rolled[-1]
+    assert breach["value"] > breach["limit"] and breach["where"].startswith("triton_canary (canary)"), breach
     for name in ("canary", "wave"):  # the canary is rolled back; the wave never changed
         assert TritonClient(servers[name].http_url, api_key=KEY).ready_versions("add_sub") == [2], name
     assert 3 not in traffic.answers["wave"] and traffic.failures["wave"] == 0, "the wave never saw version 3"

@@ -71,14 +71,17 @@ def run(step, check, results, args, flag, pins_of, serving_state, wait_serving, 
         check(cond, message, results, args.results)
 
     install_doubles()
+    # what every host serves when the steps begin (5 after the failure sequence; 1 after a bare converge, --start-at)
+    base = serving_state()["roll-1"]["anomaly_detector"][0]
+    new = 2 if base != 2 else 5
     if "g_canary_row_remap" not in skip:
         set_state("roll-1", "row_remap_pending")
         entry, proc = step("g_canary_row_remap", "playbooks/model_upgrade.yml", False, batch_rule=False,
-                           servers_extra=extra, pins=pins_of(2))
+                           servers_extra=extra, pins=pins_of(new))
         entry["hosts"] = serving_state()
         verdict("triton_canary (the canary) has no healthy host" in out_of(proc) and "row remap pending" in out_of(proc),
                 "g: the rollout did not stop for the canary's pending row remap (log g_canary_row_remap.log)")
-        verdict(all(s["anomaly_detector"] == [5] for s in entry["hosts"].values()),
+        verdict(all(s["anomaly_detector"] == [base] for s in entry["hosts"].values()),
                 "g: a host changed although the canary had no healthy GPU: %s" % entry["hosts"])
         verdict(not any(quarantined(h) for h in HOSTS), "g: a host was quarantined by a rollout that changed nothing")
         set_state("roll-1", "healthy")
@@ -88,28 +91,28 @@ def run(step, check, results, args, flag, pins_of, serving_state, wait_serving, 
 
         def fault_after_canary():
             # once the canary serves the new version: the wave's check has passed, its batches have not begun
-            if wait_serving("roll-1", "anomaly_detector", 2):
+            if wait_serving("roll-1", "anomaly_detector", new):
                 set_state("roll-3", "xid79")
         injector = threading.Thread(target=fault_after_canary, daemon=True)
         injector.start()
         entry, proc = step("g_wave_fault_mid_rollout", "playbooks/model_upgrade.yml", True, batch_rule=False,
-                           servers_extra=extra, pins=pins_of(2))
+                           servers_extra=extra, pins=pins_of(new))
         injector.join(timeout=5)
         entry["hosts"] = serving_state()
         verdict(entry["last_states"].get("roll-3") == "drained", "g: the host whose GPU fell off the bus is not drained: %s"
                 % entry["last_states"])
         verdict(all(entry["last_states"].get(h) == "up" for h in ("roll-1", "roll-2", "roll-4")),
                 "g: a healthy host is out of traffic: %s" % entry["last_states"])
-        verdict(all(entry["hosts"][h]["anomaly_detector"] == [2] for h in ("roll-1", "roll-2", "roll-4")),
+        verdict(all(entry["hosts"][h]["anomaly_detector"] == [new] for h in ("roll-1", "roll-2", "roll-4")),
                 "g: the healthy hosts did not all upgrade: %s" % entry["hosts"])
-        verdict(entry["hosts"]["roll-3"]["anomaly_detector"] == [5], "g: the faulted host changed: %s" % entry["hosts"])
+        verdict(entry["hosts"]["roll-3"]["anomaly_detector"] == [base], "g: the faulted host changed: %s" % entry["hosts"])
         verdict("host fault, not model fault" in out_of(proc) and "rolled back" not in "".join(entry["summary"]),
                 "g: the summary does not name roll-3 a host fault, or a model was rolled back: %s" % entry["summary"])
         verdict(quarantined("roll-3"), "g: roll-3 was not quarantined on the host")
 
     if "g_undrain_refused" not in skip:
         entry, proc = step("g_undrain_refused", "playbooks/undrain.yml", False, batch_rule=False,
-                           extra=["--limit", "roll-3"], servers_extra=extra, pins=pins_of(2))
+                           extra=["--limit", "roll-3"], servers_extra=extra, pins=pins_of(new))
         verdict(entry["last_states"].get("roll-3") == "drained" and "host fault" in out_of(proc)
                 and "fallen off the bus" in out_of(proc),
                 "g: undrain.yml did not refuse the unhealthy roll-3 by its fault: %s" % entry["last_states"])
@@ -117,18 +120,18 @@ def run(step, check, results, args, flag, pins_of, serving_state, wait_serving, 
     if "g_cap" not in skip:
         set_state("roll-2", "row_remap_pending")
         entry, proc = step("g_cap", "playbooks/model_upgrade.yml", False, batch_rule=False,
-                           servers_extra=extra, pins=pins_of(5))
+                           servers_extra=extra, pins=pins_of(base))
         entry["hosts"] = serving_state()
         verdict("more than triton_gpu_health_max_unhealthy allows (1)" in out_of(proc),
                 "g: the cap did not stop the rollout (log g_cap.log)")
-        verdict([entry["hosts"][h]["anomaly_detector"] for h in HOSTS] == [[2], [2], [5], [2]],
+        verdict([entry["hosts"][h]["anomaly_detector"] for h in HOSTS] == [[new], [new], [base], [new]],
                 "g: a host changed although the cap was exceeded: %s" % entry["hosts"])
         verdict(not quarantined("roll-2"), "g: a rollout that stopped before any change quarantined roll-2")
         set_state("roll-2", "healthy")
 
     if "g_quarantine_persistent" not in skip:
         entry, proc = step("g_quarantine_persistent", "playbooks/quarantine.yml", False, batch_rule=False,
-                           extra=["--limit", "roll-3"], servers_extra=extra, pins=pins_of(2))
+                           extra=["--limit", "roll-3"], servers_extra=extra, pins=pins_of(new))
         verdict(entry["before"]["boot"]["roll-3"] != entry["after"]["boot"]["roll-3"],
                 "g: the repair did not reboot roll-3 after the reset failed")
         verdict(entry["last_states"].get("roll-3") == "drained" and quarantined("roll-3"),
@@ -138,7 +141,7 @@ def run(step, check, results, args, flag, pins_of, serving_state, wait_serving, 
     if "g_quarantine_repaired" not in skip:
         set_state("roll-3", "row_remap_pending")
         entry, proc = step("g_quarantine_repaired", "playbooks/quarantine.yml", True, batch_rule=False,
-                           extra=["--limit", "roll-3"], servers_extra=extra, pins=pins_of(2))
+                           extra=["--limit", "roll-3"], servers_extra=extra, pins=pins_of(new))
         verdict(entry["before"]["boot"]["roll-3"] == entry["after"]["boot"]["roll-3"],
                 "g: the reset should have cleared the pending row remap without a reboot")
         verdict(all(entry["last_states"].get(h) == "up" for h in HOSTS) and not quarantined("roll-3"),
@@ -146,10 +149,10 @@ def run(step, check, results, args, flag, pins_of, serving_state, wait_serving, 
 
     if "g_rollout_after_repair" not in skip:
         entry, proc = step("g_rollout_after_repair", "playbooks/model_upgrade.yml", True, batch_rule=False,
-                           servers_extra=extra, pins=pins_of(2))
+                           servers_extra=extra, pins=pins_of(new))
         entry["hosts"] = serving_state()
-        verdict(all(s["anomaly_detector"] == [2] and s["health_ready"] == 200 for s in entry["hosts"].values()),
-                "g: after the repair every host must serve anomaly_detector 2: %s" % entry["hosts"])
+        verdict(all(s["anomaly_detector"] == [new] and s["health_ready"] == 200 for s in entry["hosts"].values()),
+                "g: after the repair every host must serve anomaly_detector %s: %s" % (new, entry["hosts"]))
         verdict(all(entry["last_states"].get(h) == "up" for h in HOSTS), "g: not every host up: %s" % entry["last_states"])
     for host in HOSTS:  # the doubles stay; every GPU healthy for what runs after
         set_state(host, "healthy")

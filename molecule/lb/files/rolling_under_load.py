@@ -17,13 +17,22 @@ and HTTP, concurrent clients, every request counted), with HAProxy's runtime API
      rolled back, wave_1 never fetched the version, every host serves the last verified version with
      /v2/health/ready 200 and no candidate left, and no client was answered by a version that failed its
      checks (every anomaly_detector answer is compared with what the answering version's graph gives);
+     during every step of c, each host's /v2/health/ready is sampled every 0.5 s: in a failed step the last
+     verified versions stay READY throughout and readiness is 200 throughout but while the canary's candidate
+     loads, fails or unloads (strict readiness; the wave, never reached, is 200 at every probe);
   d. a server change that breaks Triton (an invalid extra argument) with playbooks/triton_server.yml: the
      canary stays drained, the run stops before the next batch (the other hosts keep their MainPID and
      their unit), the summary names the canary, 0 failed requests;
   e. hardware work: drain.yml refuses to empty a rollout group (nothing drained), drains one host, undrain.yml
      verifies it and puts it back; 0 failed requests;
   f. the fix for d, re-run: playbooks/triton_server.yml without the bad argument restarts the canary alone,
-     verifies it and puts it back in traffic; every host up, 0 failed requests.
+     verifies it and puts it back in traffic; every host up, 0 failed requests;
+  g. GPU health (files/gpu_health_steps.py): a canary with a pending row remap stops a rollout before any host
+     changes; a wave host whose GPU falls off the bus mid-rollout is drained, quarantined and named a host fault
+     while the others upgrade; undrain.yml refuses it; the cap stops a rollout; quarantine.yml leaves a persistent
+     fault drained and repairs one a GPU reset clears.
+A sampler (HAProxy's runtime API, readiness) that dies, stops or freezes before its step ends fails the step:
+its record would be short, and a short record passes checks it never made.
 Writes the counts and what it saw to --results, prints a summary, exits non-zero on the first broken promise.
 """
 
@@ -44,9 +53,11 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")
 SCENARIO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "molecule"))
 sys.path.insert(0, os.path.join(ROOT, ".collection"))
+import gpu_health_steps  # noqa: E402  (beside this file)
 import model_variants  # noqa: E402  (molecule/model_variants.py)
 import scenario_checks  # noqa: E402  (molecule/scenario_checks.py)
 from lab_hosts import candidates, health_ready, host_ip, main_pid, on_disk, podman, repository_index, serving  # noqa: E402
+from ansible.errors import AnsibleFilterError  # noqa: E402
 from ansible_collections.aiops.triton.plugins.filter.haproxy import haproxy_server_state  # noqa: E402
 
 HOSTS = ["roll-1", "roll-2", "roll-3", "roll-4"]
@@ -154,38 +165,84 @@ class Load(object):
         return False
 
 
+# -- what runs beside a step: it must run until the step ends, or the step fails ----------------------
+class Watch(object):
+    """A background reader whose record counts only if it ran the whole step: what ended it early (an
+    exception), whether it was still running when told to stop, and how long before that it last read."""
+
+    def __init__(self):
+        self.error = None
+        self.alive = None
+        self.last_read = time.time()
+        self.stale = None
+
+    def _closing(self, thread, running=True):
+        self.alive = thread.is_alive() and running
+        self.stale = round(time.time() - self.last_read, 1)
+
+    def problem(self, count, min_count=10, max_stale=15.0):
+        """None when the record can be trusted, else why not."""
+        if self.error:
+            return "it died: %s" % self.error
+        if not self.alive:
+            return "it stopped before the step ended"
+        if self.stale > max_stale:
+            return "it read nothing in the last %.0f s of the step (frozen)" % self.stale
+        if count < min_count:
+            return "it took %d samples (at least %d)" % (count, min_count)
+        return None
+
+
 # -- HAProxy's runtime API, sampled --------------------------------------------------------------
-class Sampler(object):
+class Sampler(Watch):
     """`show servers state` every 0.5 s through one long-running exec in the LB host; each sample is the
-    set of Triton hosts that are not up (drained, down, maint, unknown)."""
+    set of Triton hosts that are not up (drained, down, maint, unknown). An answer with no server in it
+    (empty or cut short while HAProxy reloads) is counted as unanswered; sampling goes on."""
 
     STOP = "/run/aiops-sampler-stop"
     SCRIPT = ('rm -f %s; while [ ! -e %s ]; do echo "show servers state" | socat -t 5 stdio unix-connect:%s; '
               'echo @@END; sleep 0.5; done; rm -f %s' % (STOP, STOP, ADMIN_SOCKET, STOP))
 
-    def __init__(self):
+    def __init__(self, argv=None, stop=None):
+        """argv / stop: the sampling command and how to end it (tests: a stand-in for the LB host)."""
+        super(Sampler, self).__init__()
         self.samples = []
         self.unanswered = 0  # the admin socket gave no server at all (HAProxy reloading): no sample
-        self.proc = subprocess.Popen(["podman", "exec", LB, "sh", "-c", self.SCRIPT], stdout=subprocess.PIPE, text=True)
+        self._stop = stop or (lambda: podman("exec", LB, "touch", self.STOP))
+        self.proc = subprocess.Popen(argv or ["podman", "exec", LB, "sh", "-c", self.SCRIPT], stdout=subprocess.PIPE,
+                                     text=True)
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
 
+    @staticmethod
+    def states(text):
+        """{host: state} from one answer; None when it holds no server (empty, cut short, HAProxy reloading)."""
+        try:
+            states = dict((h, haproxy_server_state(text, h, BACKENDS)) for h in HOSTS)
+        except AnsibleFilterError:  # no "# be_id ..." header: not an answer
+            return None
+        return None if set(states.values()) == {"unknown"} else states
+
     def _read(self):
         block = []
-        for line in self.proc.stdout:
-            if line.strip() == "@@END":
-                text = "".join(block)
-                block = []
-                states = dict((h, haproxy_server_state(text, h, BACKENDS)) for h in HOSTS)
-                if set(states.values()) == {"unknown"}:
-                    self.unanswered += 1
+        try:
+            for line in self.proc.stdout:
+                if line.strip() == "@@END":
+                    self.last_read = time.time()
+                    states = self.states("".join(block))
+                    block = []
+                    if states is None:
+                        self.unanswered += 1
+                    else:
+                        self.samples.append((round(time.time(), 1), states))
                 else:
-                    self.samples.append((round(time.time(), 1), states))
-            else:
-                block.append(line)
+                    block.append(line)
+        except Exception as exc:  # kept: a reader that dies must fail the step, not leave a short record
+            self.error = "%s: %s" % (type(exc).__name__, exc)
 
     def close(self):
-        podman("exec", LB, "touch", self.STOP)
+        self._closing(self.thread, self.proc.poll() is None)
+        self._stop()
         try:
             self.proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
@@ -193,17 +250,65 @@ class Sampler(object):
         self.thread.join(timeout=5)
         return self.samples
 
-    @staticmethod
-    def out_sets(samples):
-        """The distinct consecutive sets of hosts out of traffic, and the samples that broke the batch rule."""
-        seen, broken = [], []
-        for stamp, states in samples:
-            out = sorted(h for h, s in states.items() if s != "up")
-            if not seen or seen[-1] != out:
-                seen.append(out)
-            if out and not any(set(out) <= set(batch) for batch in BATCHES):
-                broken.append((stamp, states))
-        return seen, broken
+    def sampler_problem(self):
+        return self.problem(len(self.samples))
+
+
+# -- Triton's readiness on every host, sampled ----------------------------------------------------
+class Readiness(Watch):
+    """/v2/health/ready of every host every 0.5 s from the controller while a step runs (what HAProxy's health
+    check asks), each probe between two reads of the host's repository index. serving = {host: {model:
+    version}}: on those hosts the versions stay READY at every read, and readiness is 200 at every probe but
+    while the host's candidate loads, fails or unloads (scenario_checks.readiness_problem: Triton's strict
+    readiness counts a loading model as not ready); a host the failure never reached has no candidate, so
+    there it must be 200 throughout. Every probe that is not 200 is kept; hosts not in serving only so."""
+
+    def __init__(self, addresses, serving=None, probe=health_ready, index=repository_index, period=0.5):
+        super(Readiness, self).__init__()
+        self.addresses, self.serving, self.probe, self.index, self.period = addresses, serving or {}, probe, index, period
+        self.counts = dict((h, 0) for h in addresses)
+        self.not_ready = []  # (time, host, status or error) of every probe that was not 200
+        self.unexplained = []  # (time, host, why) of every probe scenario_checks.readiness_problem refuses
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _read_index(self, ip):
+        try:
+            return self.index(ip)
+        except (OSError, ValueError) as exc:  # unreadable: no READY version in it
+            return [{"name": "(index)", "state": "UNREADABLE", "reason": str(exc)}]
+
+    def _run(self):
+        try:
+            while not self.stop.is_set():
+                for host, ip in sorted(self.addresses.items()):
+                    before = self._read_index(ip) if host in self.serving else []
+                    try:
+                        status = self.probe(ip)
+                    except OSError as exc:  # refused, reset, timed out: not ready
+                        status = "no answer: %s" % exc
+                    after = self._read_index(ip) if host in self.serving else []
+                    self.counts[host] += 1
+                    stamp = round(time.time(), 1)
+                    if status != 200:
+                        self.not_ready.append((stamp, host, str(status)))
+                    why = (scenario_checks.readiness_problem(status, [before, after], self.serving[host])
+                           if host in self.serving else None)
+                    if why:
+                        self.unexplained.append((stamp, host, why))
+                self.last_read = time.time()
+                self.stop.wait(self.period)
+        except Exception as exc:  # kept: see Sampler._read
+            self.error = "%s: %s" % (type(exc).__name__, exc)
+
+    def close(self):
+        self._closing(self.thread)
+        self.stop.set()
+        self.thread.join(timeout=15)
+        return {"samples": dict(self.counts), "not_200": self.not_ready[:20], "not_200_count": len(self.not_ready),
+                "checked": sorted(self.serving), "unexplained": self.unexplained[:20],
+                "unexplained_count": len(self.unexplained), "problem": self.problem(min(self.counts.values() or [0]))}
 
 
 # -- inventory overlay and runs ------------------------------------------------------------------
@@ -296,7 +401,7 @@ def main():
     if args.start_at and os.path.exists(args.results):
         results["steps"] = json.load(open(args.results)).get("steps", {})
     order = ["no_change_site", "a_flag_change_check", "a_flag_change_site", "b_rolling_reboot"] + [name for name, _v, _k in SEQUENCE] + [
-        "d_broken_canary", "e_drain_refused", "f_repair_canary"]
+        "d_broken_canary", "e_drain_refused", "f_repair_canary"] + gpu_health_steps.ORDER
     skip = set(order[:order.index(args.start_at)]) if args.start_at else set()
     # what each good anomaly_detector version answers (its own graph run here); a failed one is never added
     expected = model_variants.ExpectedAnswers()
@@ -305,14 +410,17 @@ def main():
     table = expected.table()
     addresses = dict((h, host_ip(h)) for h in HOSTS)
 
-    def step(name, playbook, expect_ok, batch_rule=True, extra=(), env=None, **inventory):
+    def step(name, playbook, expect_ok, batch_rule=True, extra=(), env=None, readiness=None, **inventory):
+        """readiness: None, or {host: {model: version}} to hold during the step (Readiness); {} records only."""
         inv = overlay(args.inventory, workdir, addresses=addresses, **inventory)
         before = {"pid": dict((h, main_pid(h)) for h in HOSTS), "boot": dict((h, boot_id(h)) for h in HOSTS)}
         start = time.time()
         sampler = Sampler()
+        ready = Readiness(addresses, readiness) if readiness is not None else None
         with Load(lb_ip, table) as load:
             proc = play(inv, os.path.join(workdir, "%s.log" % name), playbook, *extra, **(env or {}))
         samples = sampler.close()
+        ready = ready.close() if ready else None
         after = {"pid": dict((h, main_pid(h)) for h in HOSTS), "boot": dict((h, boot_id(h)) for h in HOSTS)}
         counts = load.result
         out_sets, broken = Sampler.out_sets(samples)
@@ -320,6 +428,7 @@ def main():
                  "answered": sum(c["ok"] for c in counts), "failed": sum(c["failed"] for c in counts),
                  "wrong": sum(c["wrong"] for c in counts), "answered_by": answered_by(counts),
                  "before": before, "after": after, "samples": len(samples), "unanswered_samples": sampler.unanswered, "out_of_traffic": out_sets,
+                 "sampler_problem": sampler.sampler_problem(), "readiness": ready,
                  "max_out": max([len(s) for s in out_sets] or [0]), "batch_rule_broken": broken[:5],
                  "last_states": samples[-1][1] if samples else {},
                  "summary": [line for h in HOSTS for line in scenario_checks.summary_lines(proc.stdout, h)]}
@@ -335,7 +444,13 @@ def main():
         check(entry["wrong"] == 0, "%s: %d answers were not the answering version's own: %s"
               % (name, entry["wrong"], [c["wrong_examples"] for c in counts]), results, args.results)
         check(all(c["ok"] > 0 for c in counts), "%s: a client got no answer at all" % name, results, args.results)
-        check(len(samples) >= 10, "%s: HAProxy's runtime API was sampled %d times" % (name, len(samples)), results, args.results)
+        check(entry["sampler_problem"] is None, "%s: HAProxy's runtime API sampler cannot be trusted: %s (%d samples)"
+              % (name, entry["sampler_problem"], len(samples)), results, args.results)
+        if ready is not None:
+            check(ready["problem"] is None, "%s: the readiness sampler cannot be trusted: %s" % (name, ready["problem"]),
+                  results, args.results)
+            check(ready["unexplained_count"] == 0, "%s: during the step, on %s: %s"
+                  % (name, ready["checked"], ready["unexplained"][:5]), results, args.results)
         if batch_rule:
             check(not broken, "%s: hosts outside one batch were out of traffic at once: %s" % (name, broken[:3]),
                   results, args.results)
@@ -363,7 +478,10 @@ def main():
         broken_canary(step, results, args, broken, now)
     if "e_drain_refused" not in skip:
         hardware_work(step, results, args, broken, now)
-    repair(step, results, args, flag, now)
+    if "f_repair_canary" not in skip:
+        repair(step, results, args, flag, now)
+    gpu_health_steps.run(step, check, results, args, flag, lambda v: pin_lists(dict(pins, anomaly_detector=v)),
+                         serving_state, wait_serving, skip)
 
     json.dump(results, open(args.results, "w"), indent=2)
     print("LB OK: %d requests answered through HAProxy during the operations, 0 failed, 0 wrong"
@@ -444,6 +562,19 @@ def serving_state():
     return state
 
 
+def wait_serving(host, model, version, timeout=600):
+    """True once host serves model at version (READY), False after timeout seconds."""
+    ip, deadline = host_ip(host), time.time() + timeout
+    while time.time() < deadline:
+        try:
+            if version in serving(ip)[model]:
+                return True
+        except OSError:
+            pass
+        time.sleep(1)
+    return False
+
+
 def model_step(step, results, args, flag, name, pins, version, kind):
     """One step of the failure sequence: publish the version, roll it out under load, check every host.
 
@@ -463,8 +594,11 @@ def model_step(step, results, args, flag, name, pins, version, kind):
         cases = []  # a version of the build, published by make publish-models
     pins[model] = version
     ok = kind == "good"
+    # what must keep serving during the step: on every host when the candidate stops the version, on the wave
+    # when the canary serves it before its bake (its rollback loads versions); a good version loads on every host
+    held = {"corrupt": HOSTS, "regressed": HOSTS, "slow": HOSTS[1:]}.get(kind, [])
     entry, proc = step(name, "playbooks/model_upgrade.yml", ok, batch_rule=False, servers_extra=flag,
-                       pins=pin_lists(pins))
+                       pins=pin_lists(pins), readiness=dict((h, dict(before)) for h in held))
     out = proc.stdout + proc.stderr
     entry["hosts"] = serving_state()
     entry["wave_1_on_disk"] = dict((h, on_disk(h, model)) for h in HOSTS[1:])

@@ -16,7 +16,9 @@ SEQUENCE = ["c_model_rollout", "c_corrupt_model", "c_regressed_model", "c_good_a
 FAILED = {"c_corrupt_model": ("anomaly_detector", 3, 2), "c_regressed_model": ("anomaly_detector", 4, 2),
           "c_slow_on_live_traffic": ("alert_classifier", 2, 1)}
 STEPS = (["no_change_site", "a_flag_change_site", "b_rolling_reboot"] + SEQUENCE
-         + ["d_broken_canary", "e_drain_refused", "e_drain_one", "e_undrain_one", "f_repair_canary", "f_undrain_canary"])
+         + ["d_broken_canary", "e_drain_refused", "e_drain_one", "e_undrain_one", "f_repair_canary", "f_undrain_canary"]
+         + ["g_canary_row_remap", "g_wave_fault_mid_rollout", "g_undrain_refused", "g_cap", "g_quarantine_persistent",
+            "g_quarantine_repaired", "g_rollout_after_repair"])
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +35,32 @@ def test_no_request_through_the_load_balancer_failed(results, step):
     assert entry["wrong"] == 0, [c["wrong_examples"] for c in entry["clients"]]
     assert all(c["ok"] > 0 for c in entry["clients"])
     assert {c["protocol"] for c in entry["clients"]} == {"grpc", "http"}
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_haproxys_sampler_ran_until_the_step_ended(results, step):
+    """A sampler that died (an empty admin-socket answer once ended its reader), stopped or froze would leave
+    a short record that every out-of-traffic check below reads as the truth."""
+    entry = results["steps"][step]
+    assert entry["sampler_problem"] is None, (entry["sampler_problem"], entry["samples"])
+
+
+# the hosts whose served versions must hold during each step of the failure sequence (a good version loads everywhere;
+# the slow one serves on the canary before its bake, whose rollback loads versions there)
+HELD = {"c_model_rollout": [], "c_corrupt_model": HOSTS, "c_regressed_model": HOSTS, "c_good_again": [],
+        "c_slow_on_live_traffic": HOSTS[1:]}
+
+
+@pytest.mark.parametrize("step", SEQUENCE)
+def test_readiness_was_sampled_throughout_each_step_of_the_failure_sequence(results, step):
+    """Sampled every 0.5 s while the step ran, not only read after it: where a failure is stopped, the last
+    verified versions stayed READY at every probe and /v2/health/ready was 200 but while the canary's candidate
+    loaded, failed or unloaded (Triton's strict readiness); on the wave, never reached, 200 at every probe."""
+    readiness = results["steps"][step]["readiness"]
+    assert readiness["problem"] is None, readiness
+    assert set(readiness["samples"]) == set(HOSTS) and min(readiness["samples"].values()) >= 10, readiness["samples"]
+    assert readiness["checked"] == sorted(HELD[step]), readiness["checked"]
+    assert readiness["unexplained_count"] == 0, readiness["unexplained"]
 
 
 @pytest.mark.parametrize("step", ["a_flag_change_site", "b_rolling_reboot"])
@@ -141,9 +169,16 @@ def test_drain_refuses_to_empty_a_rollout_group_then_drains_and_undrains_one_hos
 
 
 def test_the_operations_ran_through_the_collection_make_test_installed(results):
-    """make test's artifact stage installs the built artifact; every step here ran its playbooks from there."""
+    """make test's artifact stage installs the built artifact; every step here ran its playbooks from there.
+
+    Unset, the scenario runs the checkout's playbooks; that passes only when asked for by name
+    (AIOPS_LB_FROM_CHECKOUT=1, a developer's `molecule test -s lb`), never because the variable went missing
+    from make test."""
     installed = os.environ.get("AIOPS_LB_COLLECTIONS_PATH")
     if not installed:
+        assert os.environ.get("AIOPS_LB_FROM_CHECKOUT") == "1", (
+            "AIOPS_LB_COLLECTIONS_PATH is unset or empty: make test runs this scenario on the installed artifact "
+            "(the artifact stage's collections path). Set AIOPS_LB_FROM_CHECKOUT=1 to run it on the checkout on purpose.")
         assert results["collections_path"] == "checkout"
         return
     assert results["collections_path"] == installed

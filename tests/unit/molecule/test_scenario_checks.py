@@ -156,3 +156,59 @@ def test_the_bakes_own_breach_sentence_is_read():
 ])
 def test_a_rollback_for_anything_but_the_models_bake_breach_is_not_one(line):
     assert sc.bake_breach(line, "alert_classifier") is None
+
+
+# -- an unprivileged user's views (the container driver), issue 38 --------------------------------------
+# Before: `podman inspect tritonserver 2>&1 || true` and the journal's view always exited 0, so a view that
+# could not run at all passed "the key is not in it" without looking.
+@pytest.mark.parametrize("rc, text, outcome", [
+    (0, "CONTAINER ID ...\n[{\"Args\": [...]}]", "shown"),
+    (0, "-- No entries --", "shown"),
+    (1, "No journal files were opened due to insufficient permissions.", "denied"),
+    (125, "Error: no such object: \"tritonserver\"", "denied"),
+    (125, "Error: mkdir /root/.local: permission denied", "denied"),
+    (127, "sh: 1: podman: not found", "broken"),
+    (126, "sh: 1: journalctl: Permission denied", "broken"),
+    (1, "", "broken"),
+    (0, "", "broken"),
+    (2, "Error: unknown flag: --no-pager", "broken"),
+])
+def test_a_view_that_could_not_run_is_broken_not_clean(rc, text, outcome):
+    assert sc.view_outcome(rc, text) == outcome
+
+
+# -- readiness while a rollout stops at its candidate, issue 38 ---------------------------------------
+def index(*entries):
+    return [dict(zip(("name", "version", "state", "reason"), e)) for e in entries]
+
+
+SERVING = {"add_sub": 2}
+SERVES = ("add_sub", "2", "READY", "")
+OLD = ("add_sub", "1", "UNAVAILABLE", "unloaded")
+
+
+def test_readiness_200_with_the_served_version_ready_is_fine():
+    assert sc.readiness_problem(200, [index(SERVES, OLD), index(SERVES, OLD)], SERVING) is None
+
+
+def test_a_dip_while_the_candidate_loads_fails_or_unloads_is_the_candidates():
+    for state, reason in (("LOADING", ""), ("UNAVAILABLE", "load failed: v3 cannot start"), ("UNLOADING", "")):
+        candidate = ("add_sub__candidate", "3", state, reason)
+        assert sc.readiness_problem(400, [index(SERVES, candidate), index(SERVES)], SERVING) is None
+
+
+def test_a_dip_without_a_candidate_is_not():
+    # a wave host the failure never reached: readiness must be 200 at every probe
+    assert "no candidate" in sc.readiness_problem(400, [index(SERVES, OLD), index(SERVES, OLD)], SERVING)
+    assert "no candidate" in sc.readiness_problem("no answer: refused", [index(SERVES), index(SERVES)], SERVING)
+
+
+def test_a_dip_while_a_real_model_loads_is_not_the_candidates():
+    loading = ("add_sub", "3", "LOADING", "")
+    why = sc.readiness_problem(400, [index(SERVES, loading, ("add_sub__candidate", "3", "READY", "")), index(SERVES)], SERVING)
+    assert "add_sub 3 was LOADING" in why
+
+
+def test_the_served_version_must_stay_ready_at_every_read():
+    gone = ("add_sub", "2", "UNLOADING", "")
+    assert sc.readiness_problem(200, [index(SERVES), index(gone)], SERVING) == "add_sub 2 was not READY"
