@@ -253,6 +253,18 @@ class Sampler(Watch):
     def sampler_problem(self):
         return self.problem(len(self.samples))
 
+    @staticmethod
+    def out_sets(samples):
+        """The distinct consecutive sets of hosts out of traffic, and the samples that broke the batch rule."""
+        seen, broken = [], []
+        for stamp, states in samples:
+            out = sorted(h for h, s in states.items() if s != "up")
+            if not seen or seen[-1] != out:
+                seen.append(out)
+            if out and not any(set(out) <= set(batch) for batch in BATCHES):
+                broken.append((stamp, states))
+        return seen, broken
+
 
 # -- Triton's readiness on every host, sampled ----------------------------------------------------
 class Readiness(Watch):
