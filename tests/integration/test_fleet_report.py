@@ -123,7 +123,10 @@ def test_report_matches_the_real_fleet_and_changes_nothing(fleet, tmp_path):
     assert "-    versions: [ 2 ]" in anomaly["config_diff"] and "+    versions: [ 1 ]" in anomaly["config_diff"]
     assert wave["passed"] is False
     assert report["summary"] == {"hosts": 2, "passed": 1, "drifted": ["fleet-b"], "failed": [], "out_of_traffic": [],
-                                 "gpu_unhealthy": None, "quarantined": [], "not_reported": []}
+                                 "gpu_unhealthy": [], "quarantined": [], "not_reported": []}
+    # verify.yml read each host's GPU health (no nvidia-smi on this machine: a CPU host, healthy, not quarantined)
+    assert all(host["gpu_health"] == {"verdict": "healthy", "reasons": [], "gpus": [], "xid_events": 0}
+               and host["quarantined"] is None for host in hosts.values()), hosts
     # the one thing wrong, with the command that fixes it (verify.yml passes its inventory along)
     (drift,) = report["exceptions"]
     assert (drift["kind"], drift["hosts"]) == ("drifted", ["fleet-b"])
