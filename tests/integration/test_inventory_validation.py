@@ -107,3 +107,82 @@ def test_rollout_group_that_is_not_a_group(inventory):
     _edit(inventory / "group_vars" / "triton_servers" / "rollout.yml",
           lambda d: d.update({"triton_rollout_groups": ["triton_canary", "triton_wave_1", "triton_wave_2", "triton_wave_3"]}))
     _assert_refused(_run(inventory), "rollout group triton_wave_3 (in triton_rollout_groups) is not an inventory group")
+
+
+# --- GPU compatibility (issue 33): the pins against the table of plugins/module_utils/gpu_compat.py ------------------
+
+def _gpu_servers(inventory, **values):
+    _edit(inventory / "group_vars" / "triton_gpu_servers" / "triton.yml", lambda d: d.update(values))
+
+
+def _add_plan(inventory, tensorrt=None, cc_model_filenames=None):
+    """A TensorRT plan model in the catalog, served by triton_wave_1 (two GPU hosts)."""
+    config = {"name": "detector_trt", "platform": "tensorrt_plan", "max_batch_size": 8,
+              "input": [{"name": "images", "data_type": "TYPE_FP32", "dims": [3, 224, 224]}],
+              "output": [{"name": "scores", "data_type": "TYPE_FP32", "dims": [1000]}],
+              "instance_group": [{"count": 1, "kind": "KIND_GPU", "gpus": [0]}]}
+    if cc_model_filenames:
+        config["cc_model_filenames"] = cc_model_filenames
+    entry = {"config": config}
+    if tensorrt:
+        entry["tensorrt"] = tensorrt
+    _edit(inventory / "group_vars" / "triton_servers" / "rollout.yml",
+          lambda d: d["triton_models_catalog"].update({"detector_trt": entry}))
+    _edit(inventory / "group_vars" / "triton_wave_1" / "models.yml",
+          lambda d: d["triton_models_list"].append({"name": "detector_trt", "versions": [1]}))
+
+
+def test_production_example_gpu_hosts_are_reported_not_checked(inventory):
+    result = _run(inventory, "playbooks/validate.yml")
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    assert "Inventory valid: 6 Triton hosts. GPU compatibility: 0 ok, 0 refused, 6 not checked." in out
+    assert "gpu-infer-01.dc1.example.com: not checked (Triton 24.12 (nvidia/tritonserver:24.12-py3), CUDA 12.6: driver " \
+           "560.28.03 or newer): driver not known" in out
+
+
+def test_driver_pin_below_the_pinned_tritons_minimum(inventory):
+    _gpu_servers(inventory, nvidia_driver_version="535.161.08")
+    _assert_refused(_run(inventory), "gpu-infer-01.dc1.example.com (GPU unknown): driver 535.161.08 (nvidia_driver_version) "
+                    "is older than 560.28.03, the minimum for CUDA 12.6 that Triton 24.12",
+                    "upgrade with playbooks/nvidia_driver_upgrade.yml", "gpu-infer-04.dc2.example.com (GPU unknown)")
+
+
+def test_driver_pin_at_the_minimum_or_by_declared_forward_compatibility_passes(inventory):
+    _gpu_servers(inventory, nvidia_driver_branch="560")
+    result = _run(inventory, "playbooks/validate.yml")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "GPU compatibility: 4 ok, 0 refused, 2 not checked." in result.stdout
+    _gpu_servers(inventory, nvidia_driver_version="535.161.08", triton_gpu_forward_compat=True)
+    result = _run(inventory, "playbooks/validate.yml")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "by CUDA forward compatibility (triton_gpu_forward_compat, data-center GPUs only)" in result.stdout
+
+
+def test_tensorrt_plan_for_another_architecture(inventory):
+    _gpu_servers(inventory, triton_gpus=[{"name": "NVIDIA A10", "memory_mib": 23028}])
+    _add_plan(inventory, tensorrt={"compute_capability": "8.9", "version": "10.7"})
+    _assert_refused(_run(inventory), "gpu-infer-02.dc1.example.com (GPU 0 NVIDIA A10, compute capability 8.6): model "
+                    "detector_trt version 1 is a TensorRT plan built for compute capability 8.9",
+                    "gpu-infer-03.dc1.example.com (GPU 0 NVIDIA A10")
+
+
+def test_tensorrt_plans_per_architecture_with_one_for_the_gpu_pass(inventory):
+    _gpu_servers(inventory, triton_gpus=[{"name": "NVIDIA A10", "memory_mib": 23028}])
+    _add_plan(inventory, cc_model_filenames={"8.6": "model_sm86.plan", "8.9": "model_sm89.plan"})
+    result = _run(inventory, "playbooks/validate.yml")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_gpu_memory_budget_is_printed_where_footprints_are_declared(inventory):
+    _gpu_servers(inventory, triton_gpus=[{"name": "Tesla T4", "memory_mib": 15360}])
+    _edit(inventory / "group_vars" / "triton_servers" / "rollout.yml",
+          lambda d: d["triton_models_catalog"]["anomaly_detector"].update(
+              {"footprint": {2: {"gpu_mib": 3500, "host_mib": 300}, 3: {"gpu_mib": 3600, "host_mib": 300}}}))
+    result = _run(inventory, "playbooks/validate.yml")
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out  # printed, not (yet) a refusal
+    assert "Show the GPU memory budget" in out
+    assert ("gpu-infer-01.dc1.example.com GPU 0 (Tesla T4): anomaly_detector v3 2×3,600 MiB + candidate anomaly_detector v3 "
+            "2×3,600 MiB = 14,400 MiB > 15,360 MiB − 10% headroom (13,824 MiB) by 576 MiB") in out
+    assert "alert_classifier v1 (2 instances)" in out  # no footprint: unknown, shown
