@@ -73,8 +73,9 @@ def write_atomic(path, data, prefix, prepare=None):
 
     A temp file named ``prefix``... in the same directory is written and fsynced, ``prepare(tmp)`` sets
     its attributes (mkstemp makes it 0600), then it is renamed over ``path`` and the directory fsynced.
+    Standard library only: the host scripts (the drift and GPU health reporters) run it with the host's python3.
     """
-    directory = os.path.dirname(path)
+    directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=prefix, dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:

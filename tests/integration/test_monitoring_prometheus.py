@@ -28,6 +28,7 @@ import urllib.request
 import pytest
 import yaml
 
+import host_lib
 import triton_fixtures
 from triton_fixtures import CHECKOUT, TritonServer, free_port, write_add_sub_version
 
@@ -40,7 +41,7 @@ DRIFT = os.path.join(ROLE, "files", "triton_model_drift.py")
 DASHBOARD = os.path.join(ROLE, "files", "grafana", "aiops-triton-dashboard.json")
 GPU_ROLE = os.path.join(CHECKOUT, "roles", "triton_gpu_health")
 DOUBLES = os.path.join(CHECKOUT, "tests", "doubles")
-# The host's python3, as the reporter's unit runs it: no Ansible there (a venv python finds ansible_collections).
+# The host's python3, as the reporters' units run them: no Ansible there (a venv python finds ansible_collections).
 HOST_PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 GPU_BUS_ID = "00000000:4E:00.0"  # the doubles' one H100
 GPU_ALERTS = 'ALERTS{alertname=~"TritonGPU.*|TritonReadyOnUnhealthyGPU"}'
@@ -188,12 +189,22 @@ class Lab(object):
         pins = os.path.join(self.tmp, "pins-%s.json" % host)
         with open(pins, "w") as handle:
             json.dump(self.pins[host], handle)
-        args = [sys.executable, DRIFT, "--url", server.http_url, "--pins", pins,
+        args = [HOST_PYTHON, self.drift_reporter(), "--url", server.http_url, "--pins", pins,
                 "--output", os.path.join(self.textfile[host], "aiops_triton_models.prom"), "--timeout", "5"]
         if host == "h2":
             args += ["--key-file", self.key_file]
-        proc = subprocess.run(args, capture_output=True, text=True, check=False)
+        env = dict(os.environ)
+        env.pop("PYTHONPATH", None)
+        proc = subprocess.run(args, capture_output=True, text=True, env=env, check=False)
         assert proc.returncode == 0, proc.stderr
+
+    def drift_reporter(self):
+        """The script beside its lib/ (the collection's fs.py), as drift_reporter.yml lays it out."""
+        base = os.path.join(self.tmp, "drift")
+        if not os.path.isdir(base):
+            host_lib.lay_out("triton_monitoring", base)
+            shutil.copy(DRIFT, base)
+        return os.path.join(base, os.path.basename(DRIFT))
 
     # -- the GPU health reporter, as its systemd timer runs it -----------------------------
     def gpu_reporter(self, host):
@@ -203,18 +214,7 @@ class Lab(object):
         base = os.path.join(self.tmp, "gpu-health-" + host)
         if os.path.isdir(base):
             return base
-        with open(os.path.join(GPU_ROLE, "tasks", "reporter.yml")) as handle:
-            files = [t for t in yaml.safe_load(handle) if "aiops.triton.host_files" in t][0]["aiops.triton.host_files"]["files"]
-        prefix = "{{ _triton_gpu_health_module_utils }}/"
-        verdict_code = [f["dest"][len(prefix):] for f in files if f["dest"].startswith(prefix)]
-        assert "gpu_health.py" in verdict_code, verdict_code
-        package = os.path.join(base, "lib", "ansible_collections", "aiops", "triton", "plugins", "module_utils")
-        os.makedirs(package)
-        for level in range(5):  # ansible_collections ... module_utils: regular packages, as the role makes them
-            open(os.path.join(package, *([os.pardir] * level + ["__init__.py"])), "w").close()
-        for name in verdict_code:
-            if name != "__init__.py":
-                shutil.copy(os.path.join(CHECKOUT, "plugins", "module_utils", name), os.path.join(package, name))
+        assert "gpu_health.py" in host_lib.lay_out("triton_gpu_health", base)
         shutil.copy(os.path.join(GPU_ROLE, "files", "aiops_gpu_health.py"), base)
         for double in ("nvidia-smi-health.double", "kernel-log.double"):
             shutil.copy(os.path.join(DOUBLES, double), base)

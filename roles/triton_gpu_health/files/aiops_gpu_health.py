@@ -2,7 +2,8 @@
 
 Installed by aiops.triton.triton_gpu_health (tasks_from: reporter) and run by a systemd timer. The verdict is the
 collection's own: this script imports plugins/module_utils/gpu_health.py (and the nvidia_smi.py it uses), installed
-under their collection path in --lib, the code the nvidia_gpu_health module runs. Standard library only: it runs
+under their collection path in --lib, the code the nvidia_gpu_health module runs; the textfile is written by the
+collection's fs.py (installed beside them), as the modules write theirs. Standard library only: it runs
 with the host's python3, without Ansible.
 
   --config   JSON written by the role: nvidia_smi_path, kernel_log_command, since_file, quarantine_file, dcgm,
@@ -24,7 +25,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 
@@ -39,19 +39,9 @@ def which(name):
     return shutil.which(name, path=path)
 
 
-def write_atomic(path, text):
-    """Write beside the target, then rename."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".aiops-gpu-health-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+def chmod_readable(tmp):
+    """node_exporter, not root, reads the textfile (mkstemp makes it 0600)."""
+    os.chmod(tmp, 0o644)
 
 
 def main(argv=None):
@@ -65,7 +55,11 @@ def main(argv=None):
     if not args.output.endswith(".prom"):
         parser.error("--output must end in .prom (node_exporter reads only those): %s" % args.output)
     sys.path.insert(0, args.lib)
-    from ansible_collections.aiops.triton.plugins.module_utils import gpu_health  # pylint: disable=import-error
+    from ansible_collections.aiops.triton.plugins.module_utils import fs, gpu_health  # pylint: disable=import-error
+
+    def write_textfile(text):
+        """node_exporter never reads half a file: the collection's fs.write_atomic (fsynced, renamed, directory fsynced)."""
+        fs.write_atomic(args.output, text.encode("utf-8"), ".aiops-gpu-health-", chmod_readable)
 
     with open(args.config) as handle:
         config = json.load(handle)
@@ -76,12 +70,12 @@ def main(argv=None):
                                     since_file=config.get("since_file"), dcgm=config.get("dcgm", True),
                                     dcgm_diag=config.get("dcgm_diag", False), thresholds=config.get("thresholds"))
     except (gpu_health.GpuHealthError, OSError, subprocess.SubprocessError) as exc:
-        write_atomic(args.output, gpu_health.render_metrics(None, now, success=False))
+        write_textfile(gpu_health.render_metrics(None, now, success=False))
         print("aiops_gpu_health: cannot read the GPUs' health: %s" % exc, file=sys.stderr)
         return 1
     record = gpu_health.read_quarantine(config.get("quarantine_file"))
     fact.update(quarantined=record is not None, quarantine=record, read_at=now)
-    write_atomic(args.output, gpu_health.render_metrics(fact, now))
+    write_textfile(gpu_health.render_metrics(fact, now))
     if args.json:
         print(json.dumps(fact, indent=2, sort_keys=True))
     return 0

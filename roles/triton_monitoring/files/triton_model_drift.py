@@ -11,14 +11,15 @@ entry `latest: N`: the N newest served versions count as pinned) and writes, ato
   aiops_triton_model_version{model,version,served,pinned} 1   one per (model, version) served or pinned
 
 A served version that is not pinned is drift (alert TritonModelVersionDrift); a pinned version that
-is not served is TritonPinnedVersionNotServed. Standard library only: it runs with the host's python3.
+is not served is TritonPinnedVersionNotServed. Standard library only: it runs with the host's python3, without
+Ansible; the textfile is written by the collection's plugins/module_utils/fs.py, which the role installs under its
+collection path in --lib (lib/ beside this script).
 """
 
 import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -115,19 +116,9 @@ def render(is_ready, served, pins, now):
     return "\n".join(lines) + "\n"
 
 
-def write_atomic(path, text):
-    """node_exporter must never read a half-written file: write beside it, then rename."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".aiops-triton-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+def chmod_readable(tmp):
+    """node_exporter, not root, reads the textfile (mkstemp makes it 0600)."""
+    os.chmod(tmp, 0o644)
 
 
 def main(argv=None):
@@ -138,6 +129,8 @@ def main(argv=None):
     parser.add_argument("--key-file", default="", help="env file holding TRITON_API_KEY=...")
     parser.add_argument("--key-header", default="triton-admin-key")
     parser.add_argument("--timeout", type=float, default=10.0)
+    parser.add_argument("--lib", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"),
+                        help="directory holding ansible_collections/aiops/triton/plugins/module_utils/fs.py")
     args = parser.parse_args(argv)
     if not args.output.endswith(".prom"):
         parser.error("--output must end in .prom (node_exporter reads only those): %s" % args.output)
@@ -145,9 +138,15 @@ def main(argv=None):
         pins = read_pins(args.pins)
     except (OSError, ValueError) as exc:
         parser.error("cannot read pins: %s" % exc)
+    sys.path.insert(0, args.lib)
+    from ansible_collections.aiops.triton.plugins.module_utils import fs  # pylint: disable=import-error
+
     url = args.url.rstrip("/")
     served = served_versions(url, read_key(args.key_file), args.key_header, args.timeout)
-    write_atomic(args.output, render(ready(url, args.timeout), served, pins, int(time.time())))
+    # node_exporter must never read a half-written file: the collection's fs.write_atomic (fsynced, renamed,
+    # directory fsynced), as the modules write theirs.
+    text = render(ready(url, args.timeout), served, pins, int(time.time()))
+    fs.write_atomic(args.output, text.encode("utf-8"), ".aiops-triton-", chmod_readable)
     return 0
 
 

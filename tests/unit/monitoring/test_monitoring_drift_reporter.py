@@ -4,11 +4,14 @@ against a real Triton): rendering, pins, key file, and its refusals."""
 import importlib.util
 import json
 import os
+import shutil
+import stat
 import subprocess
 import sys
 
 import pytest
 
+import host_lib
 from monitoring_render import ROLE
 
 SCRIPT = os.path.join(ROLE, "files", "triton_model_drift.py")
@@ -70,11 +73,38 @@ def test_key_is_read_from_the_server_roles_env_file(tmp_path):
     assert drift.read_key(str(tmp_path / "missing")) is None
 
 
-def run(*args):
-    return subprocess.run([sys.executable, SCRIPT] + list(args), capture_output=True, text=True, check=False)
+# The host's python3, as the unit runs it: no Ansible there (a venv python finds ansible_collections).
+HOST_PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 
 
-def test_bad_pins_are_refused_and_nothing_is_written(tmp_path):
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """The script beside its lib/ (the collection's fs.py under its collection path), as drift_reporter.yml lays it out."""
+    base = str(tmp_path_factory.mktemp("drift"))
+    host_lib.lay_out("triton_monitoring", base)
+    shutil.copy(SCRIPT, base)
+    return os.path.join(base, os.path.basename(SCRIPT))
+
+
+@pytest.fixture
+def run(installed):
+    def run(*args):
+        env = dict(os.environ)
+        env.pop("PYTHONPATH", None)
+        return subprocess.run([HOST_PYTHON, installed] + list(args), capture_output=True, text=True, env=env, check=False)
+    return run
+
+
+def test_the_role_installs_every_module_util_the_script_imports():
+    needed = host_lib.needed_module_utils(SCRIPT)
+    assert "fs.py" in needed, needed
+    entries = host_lib.module_util_entries("triton_monitoring")
+    assert sorted(entries) == needed
+    for name, entry in entries.items():
+        assert host_lib.module_util_source("triton_monitoring", entry) == os.path.join(host_lib.MODULE_UTILS, name)
+
+
+def test_bad_pins_are_refused_and_nothing_is_written(run, tmp_path):
     pins = tmp_path / "pins.json"
     pins.write_text(json.dumps({"m": "1"}))
     out = tmp_path / "out.prom"
@@ -84,7 +114,7 @@ def test_bad_pins_are_refused_and_nothing_is_written(tmp_path):
     assert not out.exists()
 
 
-def test_output_must_be_a_prom_file(tmp_path):
+def test_output_must_be_a_prom_file(run, tmp_path):
     pins = tmp_path / "pins.json"
     pins.write_text("{}")
     proc = run("--url", "http://127.0.0.1:9", "--pins", str(pins), "--output", str(tmp_path / "out.txt"))
@@ -93,18 +123,20 @@ def test_output_must_be_a_prom_file(tmp_path):
     assert os.listdir(str(tmp_path)) == ["pins.json"]
 
 
-def test_unreachable_triton_is_reported_not_ready(tmp_path):
+def test_unreachable_triton_is_reported_not_ready(run, tmp_path):
     pins = tmp_path / "pins.json"
     pins.write_text(json.dumps({"m": [1]}))
     out = tmp_path / "out.prom"
     proc = run("--url", "http://127.0.0.1:9", "--pins", str(pins), "--output", str(out), "--timeout", "2")
     assert proc.returncode == 0, proc.stderr
     assert samples(out.read_text())[:2] == ["aiops_triton_server_ready 0", "aiops_triton_drift_index_success 0"]
+    # Written by the collection's fs.write_atomic: readable by node_exporter (not mkstemp's 0600), no temp file left.
+    assert stat.S_IMODE(os.stat(str(out)).st_mode) == 0o644
     assert [name for name in os.listdir(str(tmp_path)) if name.startswith(".")] == []
 
 
 @pytest.mark.parametrize("content", ["[1, 2]", "{not json", '{"m": 0}', '{"m": true}'])
-def test_malformed_pins_are_refused(tmp_path, content):
+def test_malformed_pins_are_refused(run, tmp_path, content):
     pins = tmp_path / "pins.json"
     pins.write_text(content)
     proc = run("--url", "http://127.0.0.1:9", "--pins", str(pins), "--output", str(tmp_path / "o.prom"))

@@ -1,17 +1,17 @@
 """The GPU health reporter (roles/triton_gpu_health/files/aiops_gpu_health.py) as the role installs it: the CLI beside
-the collection's own gpu_health.py and nvidia_smi.py, run by the host's python3 without Ansible, against the lab's
+the collection's own gpu_health.py and nvidia_smi.py (and fs.py, which writes the textfile), run by the host's python3 without Ansible, against the lab's
 doubles; its textfile is what the alert rules read."""
 
-import ast
 import json
 import os
-import re
 import shutil
+import stat
 import subprocess
 import sys
 
 import pytest
-import yaml
+
+import host_lib
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "triton_gpu_health")
@@ -23,54 +23,21 @@ HOST_PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.
 PROMTOOL = shutil.which("promtool")
 
 
-MODULE_UTILS_DEST = "{{ _triton_gpu_health_module_utils }}/"
-
-
-def verdict_code_entries():
-    """The module_utils files reporter.yml installs: the entries of its host_files call under the library's
-    module_utils directory (the package marker aside), each with the collection file its content comes from."""
-    with open(os.path.join(ROLE, "tasks", "reporter.yml")) as handle:
-        tasks = yaml.safe_load(handle)
-    task = [t for t in tasks if "aiops.triton.host_files" in t][0]
-    entries = {}
-    for entry in task["aiops.triton.host_files"]["files"]:
-        name = entry["dest"][len(MODULE_UTILS_DEST):]
-        if entry["dest"].startswith(MODULE_UTILS_DEST) and name != "__init__.py":
-            entries[name] = entry
-    return entries
-
-
-def installed_files():
-    """The module_utils files reporter.yml installs."""
-    return sorted(verdict_code_entries())
-
-
-def test_the_reporter_installs_every_module_util_the_verdict_imports():
-    with open(os.path.join(MODULE_UTILS, "gpu_health.py")) as handle:
-        tree = ast.parse(handle.read())
-    imported = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ansible_collections.aiops.triton.plugins.module_utils"):
-            imported.update(alias.name + ".py" for alias in node.names)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names = [node.module] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
-            assert not any(n.startswith("ansible") for n in names if n), "gpu_health.py must not need Ansible: %s" % names
-    assert sorted(installed_files()) == sorted(imported | {"gpu_health.py"})
-    for name, entry in verdict_code_entries().items():  # the content's file, from the role's directory in a checkout
-        src = re.search(r"lookup\('ansible\.builtin\.file', role_path ~ '([^']+)'", entry["content"]).group(1)
-        assert src.endswith("/" + name), entry["content"]
-        assert os.path.exists(ROLE + src), ROLE + src
+def test_the_reporter_installs_every_module_util_the_cli_imports():
+    """What reporter.yml ships under lib/ is what the CLI needs there: the verdict code and fs.py (the textfile's
+    atomic write), each read from the checkout's plugins/module_utils."""
+    needed = host_lib.needed_module_utils(CLI)
+    assert {"gpu_health.py", "nvidia_smi.py", "fs.py"} <= set(needed), needed
+    entries = host_lib.module_util_entries("triton_gpu_health")
+    assert sorted(entries) == needed
+    for name, entry in entries.items():
+        assert host_lib.module_util_source("triton_gpu_health", entry) == os.path.join(MODULE_UTILS, name)
 
 
 @pytest.fixture
 def reporter(tmp_path, monkeypatch):
     """The reporter's directory as reporter.yml lays it out, and a runner for it."""
-    package = tmp_path / "lib" / "ansible_collections" / "aiops" / "triton" / "plugins" / "module_utils"
-    package.mkdir(parents=True)
-    for level in [package] + list(package.parents)[:4]:
-        (level / "__init__.py").write_text("")
-    for name in installed_files():
-        shutil.copy(os.path.join(MODULE_UTILS, name), str(package / name))
+    host_lib.lay_out("triton_gpu_health", str(tmp_path))
     shutil.copy(CLI, str(tmp_path / "aiops_gpu_health.py"))
     state = tmp_path / "gpu_state"
     textfile = tmp_path / "textfile"
@@ -94,9 +61,12 @@ def reporter(tmp_path, monkeypatch):
     return run
 
 
-def test_healthy_host(reporter):
+def test_healthy_host(reporter, tmp_path):
     proc, text = reporter("healthy", "--json")
     assert proc.returncode == 0, proc.stderr
+    # Written by the collection's fs.write_atomic: readable by node_exporter (not mkstemp's 0600), no temp file left.
+    assert os.listdir(str(tmp_path / "textfile")) == ["aiops_gpu_health.prom"]
+    assert stat.S_IMODE(os.stat(str(tmp_path / "textfile" / "aiops_gpu_health.prom")).st_mode) == 0o644
     assert json.loads(proc.stdout)["verdict"] == "healthy"
     assert 'aiops_gpu_host_health{host_kind="gpu"} 0' in text
     assert 'aiops_gpu_health_verdict{bus_id="00000000:4E:00.0",gpu="0",uuid="GPU-5f0c3a1e-7b2d-4c9a-8e61-d0a4b3c2e1f0"} 0' in text
