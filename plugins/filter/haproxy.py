@@ -12,6 +12,8 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import csv
+import re
+import shlex
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.six import string_types
@@ -122,7 +124,60 @@ def haproxy_server_states(value, servers, backends=None):
     return dict((server, haproxy_server_state(value, server, backends)) for server in servers)
 
 
+# socat's error line on a failed connect: "... socat[812] E connect(5, AF=1 "/run/haproxy/admin.sock", 25): Connection refused"
+_SOCAT_ERROR = re.compile(r"socat\[\d+\] E .*\)\s*:\s*([^:()]+?)\s*$")
+
+
+def _socket_of(result):
+    argv = result.get("cmd") or []
+    if isinstance(argv, string_types):
+        try:
+            argv = shlex.split(argv)
+        except ValueError:
+            argv = argv.split()
+    for arg in reversed(list(argv)):
+        arg = str(arg)
+        if arg.startswith("unix-connect:"):
+            return arg[len("unix-connect:"):]
+    return ""
+
+
+def _why(result):
+    if result.get("unreachable"):
+        return "the host could not be reached: %s" % (result.get("msg") or "unreachable").strip()
+    lines = [line.strip() for line in (result.get("stderr") or "").splitlines() if line.strip()]
+    for line in reversed(lines):  # socat's own error, not the shell's broken pipe after it
+        found = _SOCAT_ERROR.search(line)
+        if found:
+            return found.group(1)
+    if lines:
+        return lines[-1]
+    if result.get("rc") not in (None, 0):
+        return (result.get("msg") or "socat exit code %s" % result.get("rc")).strip()
+    return "no answer within socat's timeout"
+
+
+def haproxy_unanswered(value):
+    """The load balancers whose admin socket did not answer, from the results of one socat call per load balancer
+    (a registered loop over the balancer hosts): [{host, socket, reason}] in their order; empty when every one answered.
+
+    A call answered when socat exited 0 with some output; otherwise the reason is socat's error (its errno text,
+    such as "Connection refused" or "No such file or directory"), or why the host could not be reached."""
+    if isinstance(value, dict):
+        value = value.get("results", [value])
+    if not isinstance(value, (list, tuple)) or not all(isinstance(r, dict) for r in value):
+        raise AnsibleFilterError("haproxy_unanswered expects the registered results of the socat calls (a list of dicts)")
+    problems = []
+    for result in value:
+        if result.get("skipped"):
+            continue
+        if not result.get("unreachable") and result.get("rc") == 0 and (result.get("stdout") or "").strip():
+            continue
+        problems.append({"host": str(result.get("item", "")), "socket": _socket_of(result), "reason": _why(result)})
+    return problems
+
+
 class FilterModule(object):
     def filters(self):
         return {"haproxy_in_flight": haproxy_in_flight, "haproxy_server_state": haproxy_server_state,
-                "haproxy_server_states": haproxy_server_states}
+                "haproxy_server_states": haproxy_server_states, "haproxy_unanswered": haproxy_unanswered}
