@@ -160,12 +160,24 @@ def write(raw, out_dir, inventory=None):
     return report, json_path, html_path
 
 
+# A reason longer than this (every failed golden case of a host, over HTTP and gRPC) is cut in the terminal;
+# the report holds it whole.
+TERMINAL_REASON = 240
+
+
+def _terminal_reason(reason):
+    if len(reason) <= TERMINAL_REASON:
+        return reason
+    return reason[:TERMINAL_REASON].rsplit(" ", 1)[0] + " ... (whole in the report)"
+
+
 def summary_lines(report):
     """The counts, then one line per exception: a 1,000-host fleet prints what needs a person, not every host."""
     summary = report["summary"]
     lines = ["fleet report: %s" % fleet_report_checks.counts_text(summary)]
     shown = report["exceptions"][:TERMINAL_EXCEPTIONS]
-    lines.extend("needs a person: %s: %s (%s) -> %s" % (e["what"], e["reason"], fleet_report_checks.hosts_text(e["hosts"]), e["command"])
+    lines.extend("needs a person: %s: %s (%s) -> %s"
+                 % (e["what"], _terminal_reason(e["reason"]), fleet_report_checks.hosts_text(e["hosts"]), e["command"])
                  for e in shown)
     if len(report["exceptions"]) > len(shown):
         lines.append("needs a person: %d more in the report" % (len(report["exceptions"]) - len(shown)))

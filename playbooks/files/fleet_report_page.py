@@ -64,6 +64,17 @@ def _hosts_cell(hosts):
     return "<td><b>%d</b>: %s%s</td>" % (len(hosts), _e(head), more)
 
 
+# A reason longer than this (every failed golden case of a host) shows its start; the rest folds out.
+SHOWN_REASON = 300
+
+
+def _reason_cell(reason):
+    if len(reason) <= SHOWN_REASON:
+        return "<td>%s</td>" % _e(reason)
+    head = reason[:SHOWN_REASON].rsplit(" ", 1)[0]
+    return "<td>%s <details><summary>the whole reason</summary>%s</details></td>" % (_e(head + " ..."), _e(reason))
+
+
 def _exceptions(report):
     entries = report["exceptions"]
     parts = ['<section id="exceptions"><h2>Needs a person (%d)</h2>' % len(entries)]
@@ -72,8 +83,9 @@ def _exceptions(report):
         return "".join(parts)
     parts.append('<div class="scroll"><table class="exceptions"><thead><tr><th>What</th><th>Why</th><th>Hosts</th><th>Run next</th></tr></thead><tbody>')
     for entry in entries:
-        parts.append('<tr data-kind="%s"><td class="bad">%s</td><td>%s</td>%s<td><code>%s</code><br><small>%s</small></td></tr>'
-                     % (_e(entry["kind"]), _e(entry["what"]), _e(entry["reason"]), _hosts_cell(entry["hosts"]), _e(entry["command"]), _e(entry["why"])))
+        parts.append('<tr data-kind="%s"><td class="bad">%s</td>%s%s<td><code>%s</code><br><small>%s</small></td></tr>'
+                     % (_e(entry["kind"]), _e(entry["what"]), _reason_cell(entry["reason"]), _hosts_cell(entry["hosts"]),
+                        _e(entry["command"]), _e(entry["why"])))
     parts.append("</tbody></table></div></section>")
     return "".join(parts)
 

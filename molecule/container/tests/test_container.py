@@ -112,7 +112,11 @@ def test_shipped_default_key_is_hidden_from_unprivileged_users(side_effect):
     assert shipped["rc"] == 0 and shipped["ready"]
     assert shipped["root_ps_has_key"]
     assert "hidepid=invisible" in shipped["proc_mount"]
-    assert shipped["nobody_failed"] == [] and shipped["nobody_ps_lines"] > 1
+    # every view ran: the process views printed, podman and the journal printed or refused (no `|| true` hiding a
+    # view that could not run at all)
+    assert shipped["nobody_failed"] == [] and shipped["nobody_ps_lines"] > 1, shipped["nobody_views"]
+    assert all(shipped["nobody_views"][v] == "shown" for v in ("proc_cmdline", "ps", "systemctl_show"))
+    assert shipped["nobody_views"]["podman_inspect"] in ("shown", "denied"), shipped["nobody_views"]
     assert shipped["nobody_sees_key"] == []
     assert side_effect["restored"]["rc"] == 0 and side_effect["restored"]["serving"]["anomaly_detector"] == [2]
 

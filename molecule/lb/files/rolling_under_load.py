@@ -4,10 +4,14 @@ First a site.yml that changes nothing (no host drained, none restarted, changed=
 operations below, each with ansible-playbook against the scenario's own inventory plus an overlay of its
 group_vars (nothing under git changes), each under live load through HAProxy (real tritonclient, gRPC
 and HTTP, concurrent clients, every request counted), with HAProxy's runtime API sampled throughout:
-  a. a Triton flag change (triton_server_log_verbose: 1) applied with site.yml: every host restarts
-     (MainPID changes), 0 failed requests, hosts out of traffic only ever within one batch of the plan;
-  b. playbooks/reboot.yml over every host: every host rebooted (its boot id changes), 0 failed requests,
-     one batch out of traffic at a time;
+  a. HAProxy's retries switched off (load_balancer.yml, retry-on none), then a Triton flag change
+     (triton_server_log_verbose: 1) applied with site.yml: every host restarts (MainPID changes), 0 failed
+     requests, hosts out of traffic only ever within one batch of the plan, and each host seen in HAProxy's
+     drain admin state with 0 requests in flight before readiness first found its Triton stopped;
+  b. playbooks/reboot.yml over every host, retries still off: every host rebooted (its boot id changes), 0
+     failed requests, one batch out of traffic at a time, the same drain proof; then roll-4 rebooted with the
+     drain skipped on purpose (triton_rolling_drain: false): the drain proof names it (the requests it lost
+     are recorded); then the retries back on (a reload under load);
   c. the failure sequence of issue 21 with playbooks/model_upgrade.yml, one run each, on the same hosts:
      anomaly_detector 1 -> 2 (good, every host); 3 (corrupt model.onnx: fails to load as the candidate);
      4 (version 1's graph under version 2's golden cases: loads, fails them; two failures in a row);
@@ -30,7 +34,11 @@ and HTTP, concurrent clients, every request counted), with HAProxy's runtime API
   g. GPU health (files/gpu_health_steps.py): a canary with a pending row remap stops a rollout before any host
      changes; a wave host whose GPU falls off the bus mid-rollout is drained, quarantined and named a host fault
      while the others upgrade; undrain.yml refuses it; the cap stops a rollout; quarantine.yml leaves a persistent
-     fault drained and repairs one a GPU reset clears.
+     fault drained and repairs one a GPU reset clears;
+  h. errors that name their cause (files/operator_error_steps.py): a flag change whose balancer socket does not
+     answer stops before any restart and names the socket, its host and what to run; undrain.yml refuses a host
+     whose Triton unit is stopped at once, naming the unit and its state; drain.yml's refusal to empty the canary
+     group and -e triton_rolling_drain_force=true.
 A sampler (HAProxy's runtime API, readiness) that dies, stops or freezes before its step ends fails the step:
 its record would be short, and a short record passes checks it never made.
 Writes the counts and what it saw to --results, prints a summary, exits non-zero on the first broken promise.
@@ -54,11 +62,13 @@ SCENARIO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "molecule"))
 sys.path.insert(0, os.path.join(ROOT, ".collection"))
 import gpu_health_steps  # noqa: E402  (beside this file)
+import operator_error_steps  # noqa: E402  (beside this file)
 import model_variants  # noqa: E402  (molecule/model_variants.py)
 import scenario_checks  # noqa: E402  (molecule/scenario_checks.py)
 from lab_hosts import candidates, health_ready, host_ip, main_pid, on_disk, podman, repository_index, serving  # noqa: E402
 from ansible.errors import AnsibleFilterError  # noqa: E402
-from ansible_collections.aiops.triton.plugins.filter.haproxy import haproxy_server_state  # noqa: E402
+from ansible_collections.aiops.triton.plugins.filter.haproxy import (  # noqa: E402
+    ADMIN_DRAIN, haproxy_in_flight, haproxy_server_state, servers_state_rows)
 
 HOSTS = ["roll-1", "roll-2", "roll-3", "roll-4"]
 LB = "roll-lb"
@@ -201,12 +211,16 @@ class Sampler(Watch):
 
     STOP = "/run/aiops-sampler-stop"
     SCRIPT = ('rm -f %s; while [ ! -e %s ]; do echo "show servers state" | socat -t 5 stdio unix-connect:%s; '
-              'echo @@END; sleep 0.5; done; rm -f %s' % (STOP, STOP, ADMIN_SOCKET, STOP))
+              'echo @@STAT; echo "show stat" | socat -t 5 stdio unix-connect:%s; '
+              'echo @@END; sleep 0.5; done; rm -f %s' % (STOP, STOP, ADMIN_SOCKET, ADMIN_SOCKET, STOP))
 
     def __init__(self, argv=None, stop=None):
         """argv / stop: the sampling command and how to end it (tests: a stand-in for the LB host)."""
         super(Sampler, self).__init__()
         self.samples = []
+        # (time, {host: {"drain": admin drain set, "op": srv_op_state, "in_flight": sessions + queued}}) per
+        # answer: what the drain proof reads (drain_problems)
+        self.details = []
         self.unanswered = 0  # the admin socket gave no server at all (HAProxy reloading): no sample
         self._stop = stop or (lambda: podman("exec", LB, "touch", self.STOP))
         self.proc = subprocess.Popen(argv or ["podman", "exec", LB, "sh", "-c", self.SCRIPT], stdout=subprocess.PIPE,
@@ -223,18 +237,48 @@ class Sampler(Watch):
             return None
         return None if set(states.values()) == {"unknown"} else states
 
+    @staticmethod
+    def detail(state_text, stat_text):
+        """{host: {"drain", "op", "in_flight"}} over both backends: drain when HAProxy's admin state has the
+        drain bit on any backend (an operator's drain, not a failed health check), op the lowest operational
+        state, in_flight the sessions and queued requests summed (None when `show stat` did not answer)."""
+        try:
+            rows = [r for r in servers_state_rows(state_text) if r.get("be_name") in BACKENDS]
+        except AnsibleFilterError:
+            return None
+        out = {}
+        for host in HOSTS:
+            mine = [r for r in rows if r.get("srv_name") == host]
+            if not mine:
+                return None
+            try:
+                in_flight = haproxy_in_flight(stat_text, host, BACKENDS) if stat_text.strip() else None
+            except AnsibleFilterError:
+                in_flight = None
+            out[host] = {"drain": any(int(r.get("srv_admin_state") or 0) & ADMIN_DRAIN for r in mine),
+                         "op": min(int(r.get("srv_op_state") or 0) for r in mine), "in_flight": in_flight}
+        return out
+
     def _read(self):
-        block = []
+        block, state_text = [], None
         try:
             for line in self.proc.stdout:
-                if line.strip() == "@@END":
+                if line.strip() == "@@STAT":
+                    state_text, block = "".join(block), []
+                elif line.strip() == "@@END":
                     self.last_read = time.time()
-                    states = self.states("".join(block))
-                    block = []
+                    if state_text is None:  # an answer without `show stat` (tests' stand-ins)
+                        state_text, block = "".join(block), []
+                    states = self.states(state_text)
+                    detail = self.detail(state_text, "".join(block))
+                    block, state_text = [], None
                     if states is None:
                         self.unanswered += 1
                     else:
-                        self.samples.append((round(time.time(), 1), states))
+                        stamp = round(time.time(), 1)
+                        self.samples.append((stamp, states))
+                        if detail is not None:
+                            self.details.append((stamp, detail))
                 else:
                     block.append(line)
         except Exception as exc:  # kept: a reader that dies must fail the step, not leave a short record
@@ -250,8 +294,10 @@ class Sampler(Watch):
         self.thread.join(timeout=5)
         return self.samples
 
-    def sampler_problem(self):
-        return self.problem(len(self.samples))
+    def sampler_problem(self, seconds=None):
+        """seconds: how long the step ran; a step of a few seconds (a refusal) has fewer than 10 samples to give."""
+        least = 10 if seconds is None else min(10, max(3, int(seconds / 1.5)))
+        return self.problem(len(self.samples), min_count=least)
 
     @staticmethod
     def out_sets(samples):
@@ -281,6 +327,10 @@ class Readiness(Watch):
         self.counts = dict((h, 0) for h in addresses)
         self.not_ready = []  # (time, host, status or error) of every probe that was not 200
         self.unexplained = []  # (time, host, why) of every probe scenario_checks.readiness_problem refuses
+        # host -> {"last_ok": start of its last 200 probe, "failed": start of the first probe after it that was
+        # not 200}: where its Triton stopped answering (the drain proof's "before the stop")
+        self.first_down = {}
+        self._last_ok = {}
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -296,6 +346,7 @@ class Readiness(Watch):
             while not self.stop.is_set():
                 for host, ip in sorted(self.addresses.items()):
                     before = self._read_index(ip) if host in self.serving else []
+                    started = time.time()
                     try:
                         status = self.probe(ip)
                     except OSError as exc:  # refused, reset, timed out: not ready
@@ -303,8 +354,12 @@ class Readiness(Watch):
                     after = self._read_index(ip) if host in self.serving else []
                     self.counts[host] += 1
                     stamp = round(time.time(), 1)
-                    if status != 200:
+                    if status == 200:
+                        self._last_ok[host] = started
+                    else:
                         self.not_ready.append((stamp, host, str(status)))
+                        if host in self._last_ok and host not in self.first_down:
+                            self.first_down[host] = {"last_ok": round(self._last_ok[host], 2), "failed": round(started, 2)}
                     why = (scenario_checks.readiness_problem(status, [before, after], self.serving[host])
                            if host in self.serving else None)
                     if why:
@@ -320,14 +375,48 @@ class Readiness(Watch):
         self.thread.join(timeout=15)
         return {"samples": dict(self.counts), "not_200": self.not_ready[:20], "not_200_count": len(self.not_ready),
                 "checked": sorted(self.serving), "unexplained": self.unexplained[:20],
-                "unexplained_count": len(self.unexplained), "problem": self.problem(min(self.counts.values() or [0]))}
+                "unexplained_count": len(self.unexplained), "first_down": dict(self.first_down),
+                "problem": self.problem(min(self.counts.values() or [0]))}
+
+
+def drain_problems(details, first_down, hosts):
+    """{host: why its drain is not proven} for hosts whose Triton went down during a step (a restart, a
+    reboot); empty when each was seen in HAProxy's drain state (the admin state an operator's drain sets, not
+    DOWN from a failed health check) with no request in flight on it, in a sample taken before the first
+    readiness probe that found its Triton not answering. A host never seen going down is named too: its stop
+    was not observed, so nothing about its drain is known."""
+    problems = {}
+    for host in hosts:
+        down = first_down.get(host)
+        if down is None:
+            problems[host] = "readiness never saw its Triton stop"
+            continue
+        before = [(t, d[host]) for t, d in details if t < down["failed"]]
+        drained = [t for t, d in before if d["drain"]]
+        idle = [t for t, d in before if d["drain"] and d["in_flight"] == 0]
+        if not drained:
+            problems[host] = "never in HAProxy's drain state before its Triton stopped (first not ready at %.1f)" % down["failed"]
+        elif not idle:
+            problems[host] = "drained at %.1f but never with 0 requests in flight before its Triton stopped (%.1f)" % (
+                drained[0], down["failed"])
+    return problems
+
+
+def drain_margins(details, first_down, hosts):
+    """host -> seconds from the first sample that saw it drained and idle to its stop (the record's evidence)."""
+    out = {}
+    for host in hosts:
+        down = first_down.get(host)
+        idle = [t for t, d in details if down and t < down["failed"] and d[host]["drain"] and d[host]["in_flight"] == 0]
+        out[host] = round(down["failed"] - idle[0], 1) if idle else None
+    return out
 
 
 # -- inventory overlay and runs ------------------------------------------------------------------
-def overlay(inventory, workdir, servers_extra=None, pins=None, addresses=None):
+def overlay(inventory, workdir, servers_extra=None, pins=None, addresses=None, lb_extra=None):
     """The scenario's inventory, on the lab's pipelining nsenter transport, with extra triton_servers vars
-    (a file after the linked ones), replaced group pins (pins = {group: [model entries]}) and each host's
-    bridge address (aiops_lab_address: the bake reads /metrics there)."""
+    (a file after the linked ones), extra triton_lb vars, replaced group pins (pins = {group: [model
+    entries]}) and each host's bridge address (aiops_lab_address: the bake reads /metrics there)."""
     dest = os.path.join(workdir, "rolling_inventory")  # not "inventory": that is molecule's own
     shutil.rmtree(dest, ignore_errors=True)
     os.makedirs(os.path.join(dest, "group_vars", "triton_servers"))
@@ -350,6 +439,10 @@ def overlay(inventory, workdir, servers_extra=None, pins=None, addresses=None):
     if servers_extra:
         with open(os.path.join(dest, "group_vars", "triton_servers", "zz_step.yml"), "w") as handle:
             yaml.safe_dump(servers_extra, handle)
+    if lb_extra:
+        os.makedirs(os.path.join(dest, "group_vars", "triton_lb"))
+        with open(os.path.join(dest, "group_vars", "triton_lb", "zz_step.yml"), "w") as handle:
+            yaml.safe_dump(lb_extra, handle)
     for group in ("triton_canary", "triton_wave_1"):
         source = os.path.join(SCENARIO, "group_vars", group)
         if pins and group in pins:
@@ -405,6 +498,7 @@ def main():
     parser.add_argument("--inventory", required=True)
     parser.add_argument("--results", required=True)
     parser.add_argument("--start-at", default="", help="development: skip the steps before this one (results merged)")
+    parser.add_argument("--stop-after", default="", help="development: skip the steps after this one")
     args = parser.parse_args()
     workdir = os.path.dirname(args.results)
     lb_ip = host_ip(LB)
@@ -412,9 +506,12 @@ def main():
     print("playbooks from: %s" % results["collections_path"])
     if args.start_at and os.path.exists(args.results):
         results["steps"] = json.load(open(args.results)).get("steps", {})
-    order = ["no_change_site", "a_flag_change_check", "a_flag_change_site", "b_rolling_reboot"] + [name for name, _v, _k in SEQUENCE] + [
-        "d_broken_canary", "e_drain_refused", "f_repair_canary"] + gpu_health_steps.ORDER
+    order = ["no_change_site", "a_flag_change_check", "a_retries_off", "a_flag_change_site", "b_rolling_reboot",
+             "b_reboot_without_drain", "b_retries_on"] + [name for name, _v, _k in SEQUENCE] + [
+        "d_broken_canary", "e_drain_refused", "f_repair_canary"] + gpu_health_steps.ORDER + operator_error_steps.ORDER
     skip = set(order[:order.index(args.start_at)]) if args.start_at else set()
+    if args.stop_after:
+        skip |= set(order[order.index(args.stop_after) + 1:])
     # what each good anomaly_detector version answers (its own graph run here); a failed one is never added
     expected = model_variants.ExpectedAnswers()
     for version, weights in GOOD_ANOMALY.items():
@@ -422,8 +519,14 @@ def main():
     table = expected.table()
     addresses = dict((h, host_ip(h)) for h in HOSTS)
 
-    def step(name, playbook, expect_ok, batch_rule=True, extra=(), env=None, readiness=None, **inventory):
-        """readiness: None, or {host: {model: version}} to hold during the step (Readiness); {} records only."""
+    def step(name, playbook, expect_ok, batch_rule=True, extra=(), env=None, readiness=None, drain_proof=None,
+             lost_ok=False, **inventory):
+        """readiness: None, or {host: {model: version}} to hold during the step (Readiness); {} records only.
+        drain_proof: the hosts whose Triton goes down in the step; each must be seen drained with nothing in
+        flight before it stops (drain_problems; recorded, and checked unless lost_ok). lost_ok: the step is
+        meant to lose requests (a drain skipped on purpose): failed requests are recorded, not refused."""
+        if drain_proof and readiness is None:
+            readiness = {}
         inv = overlay(args.inventory, workdir, addresses=addresses, **inventory)
         before = {"pid": dict((h, main_pid(h)) for h in HOSTS), "boot": dict((h, boot_id(h)) for h in HOSTS)}
         start = time.time()
@@ -440,10 +543,14 @@ def main():
                  "answered": sum(c["ok"] for c in counts), "failed": sum(c["failed"] for c in counts),
                  "wrong": sum(c["wrong"] for c in counts), "answered_by": answered_by(counts),
                  "before": before, "after": after, "samples": len(samples), "unanswered_samples": sampler.unanswered, "out_of_traffic": out_sets,
-                 "sampler_problem": sampler.sampler_problem(), "readiness": ready,
+                 "sampler_problem": sampler.sampler_problem(time.time() - start), "readiness": ready,
                  "max_out": max([len(s) for s in out_sets] or [0]), "batch_rule_broken": broken[:5],
                  "last_states": samples[-1][1] if samples else {},
                  "summary": [line for h in HOSTS for line in scenario_checks.summary_lines(proc.stdout, h)]}
+        if drain_proof:
+            entry["drain_problems"] = drain_problems(sampler.details, ready["first_down"], drain_proof)
+            entry["drain_margin_s"] = drain_margins(sampler.details, ready["first_down"], drain_proof)
+            entry["detail_samples"] = len(sampler.details)
         results["steps"][name] = entry
         print("%s: rc=%s, %d requests answered, %d failed, %d wrong, %.0f s, answered by %s, out of traffic: %s" % (
             name, proc.returncode, entry["answered"], entry["failed"], entry["wrong"], entry["seconds"],
@@ -451,7 +558,7 @@ def main():
         log = "%s/%s.log" % (workdir, name)
         check((proc.returncode == 0) == expect_ok, "%s: ansible-playbook rc=%s (log %s)" % (name, proc.returncode, log),
               results, args.results)
-        check(entry["failed"] == 0, "%s: %d requests failed: %s" % (name, entry["failed"], [c["errors"] for c in counts]),
+        check(entry["failed"] == 0 or lost_ok, "%s: %d requests failed: %s" % (name, entry["failed"], [c["errors"] for c in counts]),
               results, args.results)
         check(entry["wrong"] == 0, "%s: %d answers were not the answering version's own: %s"
               % (name, entry["wrong"], [c["wrong_examples"] for c in counts]), results, args.results)
@@ -463,6 +570,9 @@ def main():
                   results, args.results)
             check(ready["unexplained_count"] == 0, "%s: during the step, on %s: %s"
                   % (name, ready["checked"], ready["unexplained"][:5]), results, args.results)
+        if drain_proof and not lost_ok:
+            check(not entry["drain_problems"], "%s: the drain is not proven: %s" % (name, entry["drain_problems"]),
+                  results, args.results)
         if batch_rule:
             check(not broken, "%s: hosts outside one batch were out of traffic at once: %s" % (name, broken[:3]),
                   results, args.results)
@@ -474,10 +584,16 @@ def main():
     flag = {"triton_server_log_verbose": 1}
     if "a_flag_change_check" not in skip:
         flag_change_check(step, results, args, flag)
+    if "a_retries_off" not in skip:
+        retries(step, results, args, flag, off=True)
     if "a_flag_change_site" not in skip:
         flag_change(step, results, args, flag)
     if "b_rolling_reboot" not in skip:
         reboot(step, results, args, flag)
+    if "b_reboot_without_drain" not in skip:
+        reboot_without_drain(step, results, args, flag)
+    if "b_retries_on" not in skip:
+        retries(step, results, args, flag, off=False)
     pins = {"anomaly_detector": 1, "alert_classifier": 1}  # what the converge left serving
     for name, version, kind in SEQUENCE:
         if name not in skip:
@@ -494,6 +610,9 @@ def main():
         repair(step, results, args, flag, now)
     gpu_health_steps.run(step, check, results, args, flag, lambda v: pin_lists(dict(pins, anomaly_detector=v)),
                          serving_state, wait_serving, skip)
+    if not set(operator_error_steps.ORDER) <= skip:  # the pins of what every host serves now (the GPU steps roll one)
+        served = serving_state()["roll-1"]["anomaly_detector"][0]
+        operator_error_steps.run(step, check, results, args, flag, pin_lists(dict(pins, anomaly_detector=served)), skip)
 
     json.dump(results, open(args.results, "w"), indent=2)
     print("LB OK: %d requests answered through HAProxy during the operations, 0 failed, 0 wrong"
@@ -545,8 +664,28 @@ def flag_change_check(step, results, args, flag):
           % (len(shown), len(HOSTS)), results, args.results)
 
 
+# The balancer's own retries off (HAProxy `retry-on none`) while Triton restarts and hosts reboot: a request
+# sent to a stopping Triton is then lost, not re-sent to another host, so 0 failed comes from the drain alone.
+RETRIES_OFF = {"triton_lb_retry_on": "none"}
+
+
+def lb_config_has(text):
+    return subprocess.run(["podman", "exec", LB, "grep", "-qxF", "    " + text, "/etc/haproxy/haproxy.cfg"],
+                          check=False).returncode == 0
+
+
+def retries(step, results, args, flag, off):
+    """load_balancer.yml with the retries off (before a and b) or back to the role's default (after them);
+    a changed config reloads HAProxy under load (the role's reload handler): 0 failed requests."""
+    name = "a_retries_off" if off else "b_retries_on"
+    step(name, "playbooks/load_balancer.yml", True, servers_extra=flag, lb_extra=RETRIES_OFF if off else None)
+    want = "retry-on none" if off else "retry-on conn-failure empty-response response-timeout"
+    check(lb_config_has(want), "%s: HAProxy's config lacks %r" % (name, want), results, args.results)
+
+
 def flag_change(step, results, args, flag):
-    entry, _proc = step("a_flag_change_site", "site.yml", True, servers_extra=flag)
+    entry, _proc = step("a_flag_change_site", "site.yml", True, servers_extra=flag, lb_extra=RETRIES_OFF,
+                        drain_proof=HOSTS)
     check(all(entry["before"]["pid"][h] != entry["after"]["pid"][h] for h in HOSTS),
           "a: not every host restarted: %s" % entry["before"]["pid"], results, args.results)
     check(entry["max_out"] >= 1 and ["roll-1"] in entry["out_of_traffic"],
@@ -555,11 +694,25 @@ def flag_change(step, results, args, flag):
 
 
 def reboot(step, results, args, flag):
-    entry, _proc = step("b_rolling_reboot", "playbooks/reboot.yml", True, servers_extra=flag)
+    entry, _proc = step("b_rolling_reboot", "playbooks/reboot.yml", True, servers_extra=flag, lb_extra=RETRIES_OFF,
+                        drain_proof=HOSTS)
     check(all(entry["before"]["boot"][h] != entry["after"]["boot"][h] for h in HOSTS),
           "b: not every host rebooted: %s -> %s" % (entry["before"]["boot"], entry["after"]["boot"]), results, args.results)
     check(all(entry["before"]["pid"][h] != entry["after"]["pid"][h] for h in HOSTS),
           "b: Triton did not start again everywhere", results, args.results)
+
+
+def reboot_without_drain(step, results, args, flag):
+    """The drain proof's own test: roll-4 rebooted with the drain skipped on purpose (triton_rolling_drain:
+    false), retries still off. The proof must name roll-4; the requests HAProxy had sent it are recorded."""
+    entry, _proc = step("b_reboot_without_drain", "playbooks/reboot.yml", True, batch_rule=False, servers_extra=flag,
+                        lb_extra=RETRIES_OFF, drain_proof=["roll-4"], lost_ok=True,
+                        extra=["--limit", "roll-4", "-e", json.dumps({"triton_rolling_drain": False})])
+    check(entry["before"]["boot"]["roll-4"] != entry["after"]["boot"]["roll-4"], "b (no drain): roll-4 did not reboot",
+          results, args.results)
+    check("roll-4" in entry["drain_problems"] and "never in HAProxy's drain state" in entry["drain_problems"]["roll-4"],
+          "b (no drain): the drain proof did not catch the skipped drain: %s" % entry["drain_problems"],
+          results, args.results)
 
 
 def serving_state():

@@ -15,10 +15,12 @@ HOSTS = ["roll-1", "roll-2", "roll-3", "roll-4"]
 SEQUENCE = ["c_model_rollout", "c_corrupt_model", "c_regressed_model", "c_good_again", "c_slow_on_live_traffic"]
 FAILED = {"c_corrupt_model": ("anomaly_detector", 3, 2), "c_regressed_model": ("anomaly_detector", 4, 2),
           "c_slow_on_live_traffic": ("alert_classifier", 2, 1)}
-STEPS = (["no_change_site", "a_flag_change_site", "b_rolling_reboot"] + SEQUENCE
+STEPS = (["no_change_site", "a_retries_off", "a_flag_change_site", "b_rolling_reboot", "b_retries_on"] + SEQUENCE
          + ["d_broken_canary", "e_drain_refused", "e_drain_one", "e_undrain_one", "f_repair_canary", "f_undrain_canary"]
          + ["g_canary_row_remap", "g_wave_fault_mid_rollout", "g_undrain_refused", "g_cap", "g_quarantine_persistent",
-            "g_quarantine_repaired", "g_rollout_after_repair"])
+            "g_quarantine_repaired", "g_rollout_after_repair"]
+         + ["h_lb_down_flag_change", "h_undrain_stopped_unit_drain", "h_undrain_stopped_unit", "h_undrain_started_unit",
+            "h_drain_refused_canary", "h_drain_force", "h_drain_force_undrain"])
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +73,24 @@ def test_every_host_went_out_of_traffic_one_batch_at_a_time(results, step):
     out = [set(s) for s in entry["out_of_traffic"]]
     assert set(HOSTS) == set().union(*out), "every host was drained at some point"
     assert entry["max_out"] <= 2  # the largest batch of the plan
+
+
+@pytest.mark.parametrize("step", ["a_flag_change_site", "b_rolling_reboot"])
+def test_every_host_was_drained_with_nothing_in_flight_before_its_triton_stopped(results, step):
+    """With HAProxy's retries off (retry-on none), so 0 failed requests above comes from the drain alone: each
+    host seen in HAProxy's drain admin state (not only DOWN from its health check) with 0 requests in flight,
+    in a sample taken before the first readiness probe that found its Triton not answering."""
+    entry = results["steps"][step]
+    assert entry["drain_problems"] == {}, entry["drain_problems"]
+    assert set(entry["drain_margin_s"]) == set(HOSTS) and all(m is not None and m > 0 for m in entry["drain_margin_s"].values())
+    assert results["steps"]["a_retries_off"]["rc"] == 0 and results["steps"]["b_retries_on"]["rc"] == 0
+
+
+def test_a_reboot_with_the_drain_skipped_fails_the_drain_proof(results):
+    """The proof above can fail: roll-4 rebooted with triton_rolling_drain false (retries still off) is named."""
+    entry = results["steps"]["b_reboot_without_drain"]
+    assert entry["before"]["boot"]["roll-4"] != entry["after"]["boot"]["roll-4"]
+    assert "never in HAProxy's drain state" in entry["drain_problems"]["roll-4"], entry["drain_problems"]
 
 
 def test_a_site_run_that_changes_nothing_drains_and_restarts_nothing(results):
@@ -183,3 +203,20 @@ def test_the_operations_ran_through_the_collection_make_test_installed(results):
         return
     assert results["collections_path"] == installed
     assert os.path.isfile(os.path.join(installed, "ansible_collections", "aiops", "triton", "MANIFEST.json"))
+
+
+def test_an_unanswering_balancer_and_a_stopped_unit_are_named_at_once(results):
+    """Issue 38 item 5: the flag change stopped before any restart with the silent socket named; undrain.yml refused
+    a stopped unit within 90 s (not after polling readiness for minutes) and left the host drained."""
+    down = results["steps"]["h_lb_down_flag_change"]
+    assert down["rc"] != 0 and down["before"]["pid"] == down["after"]["pid"]
+    stopped = results["steps"]["h_undrain_stopped_unit"]
+    assert stopped["rc"] != 0 and stopped["seconds"] < 90 and stopped["last_states"]["roll-2"] == "drained"
+    assert results["steps"]["h_undrain_started_unit"]["last_states"]["roll-2"] == "up"
+
+
+def test_drain_force_drains_what_drain_refuses(results):
+    refused, forced = results["steps"]["h_drain_refused_canary"], results["steps"]["h_drain_force"]
+    assert refused["rc"] != 0 and refused["last_states"]["roll-1"] == "up"
+    assert forced["rc"] == 0 and forced["last_states"]["roll-1"] == "drained"
+    assert results["steps"]["h_drain_force_undrain"]["last_states"]["roll-1"] == "up"

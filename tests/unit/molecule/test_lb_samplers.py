@@ -183,3 +183,97 @@ def test_the_verify_fails_on_a_probe_the_candidate_does_not_explain_or_a_sampler
         verify.test_haproxys_sampler_ran_until_the_step_ended(
             {"steps": {"a_flag_change_site": {"sampler_problem": "it died: AnsibleFilterError: ...", "samples": 4}}},
             "a_flag_change_site")
+
+
+# -- the drain proof (issue 38, item 1) ------------------------------------------------------------------
+STAT_HEADER = "# pxname,svname,qcur,qmax,scur,smax,status\n"
+
+
+def state_answer(admin=None, op=None):
+    """`show servers state` with every server up, but the admin / op states given per host."""
+    admin, op = admin or {}, op or {}
+    return "1\n# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state\n" + "".join(
+        "3 %s %d %s 10.0.0.%d %d %d\n" % (b, i, h, i, op.get(h, 2), admin.get(h, 0))
+        for b in rul.BACKENDS for i, h in enumerate(rul.HOSTS, 1))
+
+
+def stat_answer(scur=None):
+    scur = scur or {}
+    return STAT_HEADER + "".join("%s,%s,0,0,%d,5,UP\n" % (b, h, scur.get(h, 0)) for b in rul.BACKENDS for h in rul.HOSTS)
+
+
+def test_the_sampler_reads_the_admin_drain_bit_and_in_flight_requests():
+    detail = rul.Sampler.detail(state_answer(admin={"roll-2": 8}, op={"roll-3": 0}), stat_answer({"roll-2": 3}))
+    assert detail["roll-2"] == {"drain": True, "op": 2, "in_flight": 6}  # 3 per backend, both backends
+    # DOWN from a failed health check is not a drain
+    assert detail["roll-3"] == {"drain": False, "op": 0, "in_flight": 0}
+    assert rul.Sampler.detail(state_answer(), "")["roll-1"]["in_flight"] is None
+    assert rul.Sampler.detail("", "") is None
+
+
+def test_the_sampler_splits_the_two_answers_of_each_sample(lb_stand_in):
+    sampler = lb_stand_in([state_answer(admin={"roll-4": 8}) + "@@STAT\n" + stat_answer({"roll-4": 1})] * 12)
+    deadline = time.time() + 30
+    while len(sampler.details) < 12 and time.time() < deadline:
+        time.sleep(0.1)
+    sampler.close()
+    assert sampler.details[0][1]["roll-4"] == {"drain": True, "op": 2, "in_flight": 2}
+    assert sampler.samples[0][1]["roll-4"] == "drained"
+
+
+def sample(stamp, drained=(), busy=(), down=()):
+    return (stamp, dict((h, {"drain": h in drained, "op": 0 if h in down else 2, "in_flight": 1 if h in busy else 0})
+                        for h in rul.HOSTS))
+
+
+def test_the_drain_proof_needs_the_drain_and_no_request_in_flight_before_the_stop():
+    stop = {"roll-1": {"last_ok": 14.5, "failed": 15.0}}
+    drained = [sample(10), sample(12, drained=["roll-1"], busy=["roll-1"]), sample(13, drained=["roll-1"]),
+               sample(16, drained=["roll-1"], down=["roll-1"])]
+    assert rul.drain_problems(drained, stop, ["roll-1"]) == {}
+    assert rul.drain_margins(drained, stop, ["roll-1"]) == {"roll-1": 2.0}
+    # the drain skipped: HAProxy only marks it DOWN once its health check fails
+    skipped = [sample(10), sample(13), sample(16, down=["roll-1"])]
+    assert "never in HAProxy's drain state" in rul.drain_problems(skipped, stop, ["roll-1"])["roll-1"]
+    # drained, but Triton stopped with requests still on it
+    busy = [sample(10), sample(12, drained=["roll-1"], busy=["roll-1"]), sample(14.9, drained=["roll-1"], busy=["roll-1"])]
+    assert "never with 0 requests in flight" in rul.drain_problems(busy, stop, ["roll-1"])["roll-1"]
+    # drained only after the stop (the drain ran, late)
+    late = [sample(10), sample(15.5, drained=["roll-1"])]
+    assert "never in HAProxy's drain state" in rul.drain_problems(late, stop, ["roll-1"])["roll-1"]
+    # a host whose stop was never seen proves nothing
+    assert rul.drain_problems(drained, {}, ["roll-1"]) == {"roll-1": "readiness never saw its Triton stop"}
+
+
+def test_readiness_records_where_each_host_stopped_answering():
+    ready = readiness([200, 200, 503, 503, 200])
+    time.sleep(0.5)
+    record = ready.close()
+    down = record["first_down"]["roll-1"]
+    assert down["last_ok"] < down["failed"]
+    # a host that never answered 200 in the step has no "before": nothing recorded
+    assert readiness([503] * 100).close()["first_down"] == {}
+
+
+def test_the_verify_fails_when_the_drain_is_not_proven():
+    verify = load_test_lb()
+    good = {"drain_problems": {}, "drain_margin_s": dict((h, 1.5) for h in verify.HOSTS)}
+    steps = {"a_flag_change_site": good, "a_retries_off": {"rc": 0}, "b_retries_on": {"rc": 0}}
+    verify.test_every_host_was_drained_with_nothing_in_flight_before_its_triton_stopped({"steps": steps}, "a_flag_change_site")
+    for bad in (dict(good, drain_problems={"roll-2": "never in HAProxy's drain state ..."}),
+                dict(good, drain_margin_s={"roll-1": 1.5})):
+        with pytest.raises(AssertionError):
+            verify.test_every_host_was_drained_with_nothing_in_flight_before_its_triton_stopped(
+                {"steps": dict(steps, a_flag_change_site=bad)}, "a_flag_change_site")
+
+
+def test_a_short_step_needs_fewer_samples_a_long_one_ten(lb_stand_in):
+    """A refusal of a few seconds (undrain.yml refusing a stopped unit: 6 s) gives fewer than 10 samples."""
+    sampler = lb_stand_in([ANSWER] * 5, then="freeze")
+    deadline = time.time() + 30
+    while len(sampler.samples) < 5 and time.time() < deadline:
+        time.sleep(0.1)
+    sampler.close()
+    assert sampler.sampler_problem(6.0) is None
+    assert sampler.sampler_problem(60.0) == "it took 5 samples (at least 10)"
+    assert sampler.sampler_problem() == "it took 5 samples (at least 10)"

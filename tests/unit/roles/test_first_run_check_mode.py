@@ -51,23 +51,31 @@ def bare_python(tmp_path_factory):
     return python
 
 
-def play(tmp_path, tasks, variables, check=True, python=sys.executable, handlers=None, vars_files=()):
-    """ansible-playbook over these role tasks on localhost (check mode unless told)."""
+def play(tmp_path, tasks, variables, check="cli", python=sys.executable, handlers=None, vars_files=()):
+    """ansible-playbook over these role tasks on localhost, with the role's vars/main.yml. check: "cli" (--check),
+    "play" (what playbooks/triton_server.yml's check pass does: a play-level check_mode: true, which
+    ansible_check_mode does not show, and triton_server_check_only: true), or False."""
+    if check == "play":
+        variables = dict(variables, triton_server_check_only=True)
     files = tmp_path / "files"
     files.mkdir(exist_ok=True)
     for name in ("requirements-native.txt", "requirements-python-models.txt", "requirements-tools.txt"):
         shutil.copy(os.path.join(ROLE, "files", name), str(files / name))
     path = tmp_path / "play.yml"
-    path.write_text(yaml.safe_dump([{
-        "name": "role tasks", "hosts": "localhost", "gather_facts": False, "tasks": tasks, "vars_files": list(vars_files),
-        "handlers": handlers or [{"name": "Restart tritonserver", "ansible.builtin.debug": {"msg": "restart announced"}}]}]))
+    playbook = {
+        "name": "role tasks", "hosts": "localhost", "gather_facts": False, "tasks": tasks,
+        "vars_files": [os.path.join(ROLE, "vars", "main.yml")] + list(vars_files),
+        "handlers": handlers or [{"name": "Restart tritonserver", "ansible.builtin.debug": {"msg": "restart announced"}}]}
+    if check == "play":  # only then: a play-level check_mode: false would override --check
+        playbook["check_mode"] = True
+    path.write_text(yaml.safe_dump([playbook]))
     extra = tmp_path / "extra.json"
     extra.write_text(json.dumps(dict(variables, ansible_python_interpreter=python)))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collection"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_FORCE_COLOR="0", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default",
                ANSIBLE_CALLBACK_RESULT_FORMAT="json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1")
     proc = subprocess.run(["ansible-playbook", "-i", "localhost,", "-c", "local", "-e", "@%s" % extra, str(path)]
-                          + (["--check"] if check else []), capture_output=True, text=True, check=False,
+                          + (["--check"] if check == "cli" else []), capture_output=True, text=True, check=False,
                           timeout=300, env=env, cwd=str(tmp_path))
     return proc
 
@@ -94,9 +102,12 @@ def recap(proc):
     return dict((k, int(v)) for k, v in (f.split("=") for f in line.split()[2:]))
 
 
-def test_check_mode_on_a_new_host_reports_the_venv_installs_without_pip(tmp_path, bare_python):
+# "play" is how a first make lab meets it: the check pass of playbooks/triton_server.yml (play-level check_mode).
+# Before triton_server_check_only, only --check was tested, and a fresh 24-host lab printed 24 fatal blocks.
+@pytest.mark.parametrize("check", ["cli", "play"])
+def test_check_mode_on_a_new_host_reports_the_venv_installs_without_pip(tmp_path, bare_python, check):
     tasks = tasks_named("install_native.yml", SERVER_VENV_BLOCK) + tasks_named("tools_venv.yml", TOOLS_VENV_BLOCK)
-    proc = play(tmp_path, tasks, venv_vars(tmp_path, pending=True), python=bare_python)
+    proc = play(tmp_path, tasks, venv_vars(tmp_path, pending=True), check=check, python=bare_python)
     out = output(proc)
     assert proc.returncode == 0, out
     assert "fatal:" not in proc.stdout and "Failed to import the required Python library" not in out, out
@@ -109,21 +120,22 @@ def test_check_mode_on_a_new_host_reports_the_venv_installs_without_pip(tmp_path
 
 def test_with_current_stamps_nothing_runs(tmp_path, bare_python):
     tasks = tasks_named("install_native.yml", SERVER_VENV_BLOCK) + tasks_named("tools_venv.yml", TOOLS_VENV_BLOCK)
-    for check in (True, False):
+    for check in ("cli", "play", False):
         proc = play(tmp_path, tasks, venv_vars(tmp_path, pending=False), check=check, python=bare_python)
         assert proc.returncode == 0, output(proc)
         counts = recap(proc)
         assert counts["ok"] == 0 and counts["changed"] == 0, (check, counts)  # no module call at all
 
 
-def test_check_mode_does_not_ask_systemd_about_a_unit_a_new_host_lacks(tmp_path):
+@pytest.mark.parametrize("check", ["cli", "play"])
+def test_check_mode_does_not_ask_systemd_about_a_unit_a_new_host_lacks(tmp_path, check):
     with open(os.path.join(ROLE, "handlers", "main.yml")) as handle:
         handlers = yaml.safe_load(handle)
     tasks = tasks_named("service.yml", "Enable and start tritonserver") + [
         {"name": "Notify the restart", "ansible.builtin.debug": {"msg": "x"}, "changed_when": True,
          "notify": "Restart tritonserver"}]
     variables = {"_triton_server_unit_name": "tritonserver.service", "_triton_server_unit_installed": False}
-    proc = play(tmp_path, tasks, variables, handlers=[h for h in handlers if h["name"] == "Restart tritonserver"])
+    proc = play(tmp_path, tasks, variables, check=check, handlers=[h for h in handlers if h["name"] == "Restart tritonserver"])
     assert proc.returncode == 0, output(proc)
     assert "Could not find the requested service" not in output(proc)
     assert recap(proc)["skipped"] == 2, output(proc)  # the start and the handler's restart
@@ -141,7 +153,7 @@ def test_unit_installed_is_read_from_the_directories_call(tmp_path, checksums, i
     show = {"content": "{{ _triton_server_unit_installed | bool | to_json }}", "dest": str(tmp_path / "installed.json"),
             "mode": "0644"}
     tasks = [{"name": "Show", "ansible.builtin.copy": show}]
-    proc = play(tmp_path, tasks, variables, check=False, vars_files=[os.path.join(ROLE, "vars", "main.yml")])
+    proc = play(tmp_path, tasks, variables, check=False)
     assert proc.returncode == 0, output(proc)
     assert json.loads((tmp_path / "installed.json").read_text()) is installed
 

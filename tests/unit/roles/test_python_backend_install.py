@@ -38,6 +38,7 @@ def play(tmp_path, **variables):
     extra = tmp_path / "extra.json"
     extra.write_text(json.dumps(dict(
         variables, __triton_server_files=[], triton_server_install_method="native", _triton_server_venv_pending=False,
+        _triton_server_check_mode=False,
         _triton_server_logind_dropin="/etc/systemd/system/systemd-logind.service.d/x.conf")))
     proc = subprocess.run(["ansible-playbook", "-i", "localhost,", "-c", "local", "-e", "@%s" % extra, str(path)],
                           capture_output=True, text=True, check=False, timeout=300)

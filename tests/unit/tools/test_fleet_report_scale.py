@@ -41,3 +41,25 @@ def test_the_terminal_summary_stays_short_at_1000_hosts():
     assert lines[0] == ("fleet report: 996 hosts, 984 passed, 8 failed, 4 drifted, 12 out of traffic (4 quarantined), "
                         "8 GPU unhealthy, 4 not reported")
     assert len(lines) == 1 + len(report["exceptions"]) <= 1 + fleet_report.TERMINAL_EXCEPTIONS
+
+
+def test_a_long_reason_is_cut_in_the_terminal_and_whole_in_the_report():
+    """Every failed golden case of a host (HTTP and gRPC) once made one terminal line of about 2,500 characters
+    (the 24-host lab, one host serving another version's graph)."""
+    report = fleet_report.build(fleet_synth.raw_fleet(1000), ["inventories/production"])
+    long_reason = "; ".join("anomaly_detector: version 2: golden case %d over http: output anomaly_score[0] is 0.08, "
+                            "expected 0.004 within atol=0.0001" % i for i in range(20))
+    report["exceptions"][0]["reason"] = long_reason
+    line = fleet_report.summary_lines(report)[1]
+    reason = line.split(": ", 2)[2].split(" (triton-")[0]
+    assert len(reason) <= fleet_report.TERMINAL_REASON + 30 and reason.count("golden case") <= 3, reason
+    assert "(whole in the report)" in line and " -> ansible-playbook " in line
+    assert report["exceptions"][0]["reason"] == long_reason
+
+
+def test_a_long_reason_folds_on_the_page():
+    report = fleet_report.build(fleet_synth.raw_fleet(24), ["inventories/lab"])
+    report["exceptions"][0]["reason"] = "golden case failed; " * 60
+    page = fleet_report.render_html(report)
+    assert page.count("<summary>the whole reason</summary>") == 1
+    assert ("golden case failed; " * 60).strip() in page  # whole, inside the fold
