@@ -15,6 +15,7 @@ predicted change as changed (issue 38 item 5, still open).
 """
 
 import os
+import re
 
 import yaml
 
@@ -75,9 +76,13 @@ def run(step, check, results, args, flag, pins_now, skip):
             podman("exec", "roll-2", "systemctl", "start", UNIT)
         verdict(entry["seconds"] < 90, "h: undrain.yml took %.0f s to refuse a stopped unit (polled?)" % entry["seconds"])
         verdict(entry["last_states"].get("roll-2") == "drained", "h: roll-2 did not stay drained: %s" % entry["last_states"])
-        verdict("roll-2 stays drained: Triton's unit %s on roll-2 is inactive (dead)" % UNIT in out_of(proc)
-                and "journalctl -u %s" % UNIT in out_of(proc),
-                "h: undrain.yml does not name the stopped unit and its state (log h_undrain_stopped_unit.log)")
+        # the state in words: "inactive (dead)", or "failed (failed, result exit-code)" where Triton's exit on SIGTERM
+        # was not 0 (models still unloading at its exit timeout)
+        said = re.search(r"roll-2 stays drained: Triton's unit %s on roll-2 is (inactive|failed) \([^)]*\), so Triton cannot "
+                         r"become ready" % re.escape(UNIT), " ".join(out_of(proc).split()))
+        entry["message"] = said.group(0) if said else [line for line in out_of(proc).splitlines() if "stays drained" in line][:2]
+        verdict(said is not None and "journalctl -u %s" % UNIT in out_of(proc),
+                "h: undrain.yml does not name the stopped unit and its state: %s" % entry["message"])
         entry, proc = step("h_undrain_started_unit", "playbooks/undrain.yml", True, extra=["--limit", "roll-2"], **same)
         verdict(all(entry["last_states"].get(h) == "up" for h in HOSTS), "h: roll-2 not back: %s" % entry["last_states"])
 
