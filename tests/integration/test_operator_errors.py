@@ -10,7 +10,6 @@ balancer that answers (before, that balancer's re-drain and the silent one's ref
 import http.server
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -21,16 +20,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "unit", "roles"))
 
-from lb_harness import ROOT, output, run_action, write_inventory  # noqa: E402
-
-RENDER = os.path.join(ROOT, "tests", "unit", "roles", "render_haproxy_cfg.yml")
-HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from lb_harness import HAPROXY, RENDER, ROOT, admin_answer, free_port, output, run_action, write_inventory  # noqa: E402
 
 
 def ready_backend():
@@ -50,16 +40,7 @@ def ready_backend():
     return server.server_address[1], server
 
 
-def admin(path, command):
-    with socket.socket(socket.AF_UNIX) as sock:
-        sock.connect(path)
-        sock.sendall(command.encode() + b"\n")
-        chunks = []
-        while True:
-            data = sock.recv(65536)
-            if not data:
-                return b"".join(chunks).decode()
-            chunks.append(data)
+admin = admin_answer
 
 
 def state_on(path, server):

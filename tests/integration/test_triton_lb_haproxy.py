@@ -10,8 +10,6 @@ through the role reloads HAProxy with its handlers and the drained host stays dr
 import http.server
 import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -23,16 +21,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "unit", "roles"))
 
-from lb_harness import ROOT, output, run_action, write_inventory  # noqa: E402
-
-RENDER = os.path.join(ROOT, "tests", "unit", "roles", "render_haproxy_cfg.yml")
-HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from lb_harness import HAPROXY, RENDER, ROOT, admin_answer, free_port, output, run_action, write_inventory  # noqa: E402
 
 
 class Backend(object):
@@ -109,15 +98,7 @@ def lab(tmp_path_factory):
 
 
 def admin(lab, command):
-    with socket.socket(socket.AF_UNIX) as sock:
-        sock.connect(lab["socket"])
-        sock.sendall(command.encode() + b"\n")
-        chunks = []
-        while True:
-            data = sock.recv(65536)
-            if not data:
-                return b"".join(chunks).decode()
-            chunks.append(data)
+    return admin_answer(lab["socket"], command)
 
 
 def stat_status(lab, column="status"):

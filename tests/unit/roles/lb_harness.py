@@ -2,6 +2,8 @@
 
 import json
 import os
+import shutil
+import socket
 import subprocess
 import sys
 
@@ -11,6 +13,36 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")
 CONTRACT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lb_contract.yml")
 DOUBLE = os.path.join(ROOT, "tests", "doubles", "lb-hook.double")
 SITE_TASKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lb_site_tasks")
+# roles/triton_lb's haproxy.cfg rendered alone, and Debian's haproxy (make setup): the real-HAProxy tests
+RENDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "render_haproxy_cfg.yml")
+HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
+
+
+def command_hooks(**extra):
+    """group_vars of the command method with the lb-hook double as the load balancer."""
+    return dict({"triton_lb_drain_method": "command",
+                 "triton_lb_drain_command": DOUBLE + " drain {{ inventory_hostname }}",
+                 "triton_lb_undrain_command": DOUBLE + " undrain {{ inventory_hostname }}",
+                 "triton_lb_status_command": DOUBLE + " status {{ inventory_hostname }}"}, **extra)
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def admin_answer(path, command):
+    """HAProxy's runtime API at the admin socket ``path``: the whole answer to one command."""
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.connect(path)
+        sock.sendall(command.encode() + b"\n")
+        chunks = []
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                return b"".join(chunks).decode()
+            chunks.append(data)
 
 
 def write_inventory(path, servers, lb_hosts=None, group_vars=None):

@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from lb_harness import DOUBLE, ROOT, output, run_action, write_inventory
+from lb_harness import ROOT, command_hooks, output, run_action, write_inventory
 
 SYSTEMCTL_DOUBLE = os.path.join(ROOT, "tests", "doubles", "systemctl.double")
 
@@ -88,12 +88,7 @@ def undrain(tmp_path, unit_state, ready_timeout):
     bindir.mkdir()
     os.symlink(SYSTEMCTL_DOUBLE, str(bindir / "systemctl"))
     (tmp_path / "double").mkdir()
-    group_vars = {
-        "triton_lb_drain_method": "command",
-        "triton_lb_drain_command": DOUBLE + " drain {{ inventory_hostname }}",
-        "triton_lb_undrain_command": DOUBLE + " undrain {{ inventory_hostname }}",
-        "triton_lb_status_command": DOUBLE + " status {{ inventory_hostname }}",
-    }
+    group_vars = command_hooks()
     servers = {"t1": {"triton_rolling_url": "http://127.0.0.1:%d" % closed_port(), "triton_rolling_ready_timeout": ready_timeout}}
     inventory = write_inventory(tmp_path / "hosts.yml", servers, group_vars=group_vars)
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collection"), ANSIBLE_NOCOLOR="1",

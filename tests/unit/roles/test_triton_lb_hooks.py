@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from lb_harness import DOUBLE, SITE_TASKS, output, run_action, write_inventory
+from lb_harness import DOUBLE, SITE_TASKS, command_hooks, output, run_action, write_inventory
 
 SERVERS = {"t1": {}, "t2": {}}
 
@@ -22,13 +22,7 @@ def calls(folder):
 def command_lab(tmp_path):
     """Two Triton hosts whose load balancer is the double, reached through the command hooks."""
     (tmp_path / "double").mkdir()
-    group_vars = {
-        "triton_lb_drain_method": "command",
-        "triton_lb_drain_command": DOUBLE + " drain {{ inventory_hostname }}",
-        "triton_lb_undrain_command": DOUBLE + " undrain {{ inventory_hostname }}",
-        "triton_lb_status_command": DOUBLE + " status {{ inventory_hostname }}",
-        "triton_lb_drain_timeout": 42,
-    }
+    group_vars = command_hooks(triton_lb_drain_timeout=42)
     inventory = write_inventory(tmp_path / "hosts.yml", SERVERS, group_vars=group_vars)
     return inventory, tmp_path
 
