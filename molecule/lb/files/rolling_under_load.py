@@ -37,8 +37,11 @@ and HTTP, concurrent clients, every request counted), with HAProxy's runtime API
      fault drained and repairs one a GPU reset clears;
   h. errors that name their cause (files/operator_error_steps.py): a flag change whose balancer socket does not
      answer stops before any restart and names the socket, its host and what to run; undrain.yml refuses a host
-     whose Triton unit is stopped at once, naming the unit and its state; drain.yml's refusal to empty the canary
-     group and -e triton_rolling_drain_force=true.
+     whose Triton unit is stopped at once, naming the unit and its state, and one whose model answers wrongly on its
+     golden cases; drain.yml's refusal to empty the canary group and -e triton_rolling_drain_force=true;
+  i. the driver upgrade as a flow (files/driver_upgrade_steps.py): roll-4 gets Debian's 535 driver at a pin that is
+     not the newest, then playbooks/nvidia_driver_upgrade.yml moves it to the newest: drained before Triton stops,
+     packages released, upgraded, held again, GPU check, Triton started, golden cases, undrained; 0 failed requests.
 A sampler (HAProxy's runtime API, readiness) that dies, stops or freezes before its step ends fails the step:
 its record would be short, and a short record passes checks it never made.
 Writes the counts and what it saw to --results, prints a summary, exits non-zero on the first broken promise.
@@ -61,6 +64,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")
 SCENARIO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "molecule"))
 sys.path.insert(0, os.path.join(ROOT, ".collection"))
+import driver_upgrade_steps  # noqa: E402  (beside this file)
 import gpu_health_steps  # noqa: E402  (beside this file)
 import operator_error_steps  # noqa: E402  (beside this file)
 import model_variants  # noqa: E402  (molecule/model_variants.py)
@@ -413,10 +417,11 @@ def drain_margins(details, first_down, hosts):
 
 
 # -- inventory overlay and runs ------------------------------------------------------------------
-def overlay(inventory, workdir, servers_extra=None, pins=None, addresses=None, lb_extra=None):
+def overlay(inventory, workdir, servers_extra=None, pins=None, addresses=None, lb_extra=None, gpu_hosts=None):
     """The scenario's inventory, on the lab's pipelining nsenter transport, with extra triton_servers vars
     (a file after the linked ones), extra triton_lb vars, replaced group pins (pins = {group: [model
-    entries]}) and each host's bridge address (aiops_lab_address: the bake reads /metrics there)."""
+    entries]}), each host's bridge address (aiops_lab_address: the bake reads /metrics there) and the hosts
+    put in triton_gpu_servers (gpu_hosts)."""
     dest = os.path.join(workdir, "rolling_inventory")  # not "inventory": that is molecule's own
     shutil.rmtree(dest, ignore_errors=True)
     os.makedirs(os.path.join(dest, "group_vars", "triton_servers"))
@@ -433,6 +438,9 @@ def overlay(inventory, workdir, servers_extra=None, pins=None, addresses=None, l
                                 "      ansible_pipelining: true\n      ansible_podman_exec_method: nsenter\n")
             with open(os.path.join(dest, name), "w") as handle:
                 handle.write(text)
+    if gpu_hosts:
+        with open(os.path.join(dest, "zz_gpu_hosts.yml"), "w") as handle:
+            yaml.safe_dump({"all": {"children": {"triton_gpu_servers": {"hosts": dict((h, {}) for h in gpu_hosts)}}}}, handle)
     servers = os.path.join(SCENARIO, "group_vars", "triton_servers")
     for name in os.listdir(servers):
         os.symlink(os.path.realpath(os.path.join(servers, name)), os.path.join(dest, "group_vars", "triton_servers", name))
@@ -508,7 +516,7 @@ def main():
         results["steps"] = json.load(open(args.results)).get("steps", {})
     order = ["no_change_site", "a_flag_change_check", "a_retries_off", "a_flag_change_site", "b_rolling_reboot",
              "b_reboot_without_drain", "b_retries_on"] + [name for name, _v, _k in SEQUENCE] + [
-        "d_broken_canary", "e_drain_refused", "f_repair_canary"] + gpu_health_steps.ORDER + operator_error_steps.ORDER
+        "d_broken_canary", "e_drain_refused", "f_repair_canary"] + gpu_health_steps.ORDER + operator_error_steps.ORDER + driver_upgrade_steps.ORDER
     skip = set(order[:order.index(args.start_at)]) if args.start_at else set()
     if args.stop_after:
         skip |= set(order[order.index(args.stop_after) + 1:])
@@ -613,6 +621,10 @@ def main():
     if not set(operator_error_steps.ORDER) <= skip:  # the pins of what every host serves now (the GPU steps roll one)
         served = serving_state()["roll-1"]["anomaly_detector"][0]
         operator_error_steps.run(step, check, results, args, flag, pin_lists(dict(pins, anomaly_detector=served)), skip)
+    if not set(driver_upgrade_steps.ORDER) <= skip:
+        served = serving_state()["roll-1"]["anomaly_detector"][0]
+        driver_upgrade_steps.run(step, check, results, args, flag, pin_lists(dict(pins, anomaly_detector=served)),
+                                 gpu_health_steps.HEALTH_VARS, skip)
 
     json.dump(results, open(args.results, "w"), indent=2)
     print("LB OK: %d requests answered through HAProxy during the operations, 0 failed, 0 wrong"

@@ -19,8 +19,9 @@ STEPS = (["no_change_site", "a_retries_off", "a_flag_change_site", "b_rolling_re
          + ["d_broken_canary", "e_drain_refused", "e_drain_one", "e_undrain_one", "f_repair_canary", "f_undrain_canary"]
          + ["g_canary_row_remap", "g_wave_fault_mid_rollout", "g_undrain_refused", "g_cap", "g_quarantine_persistent",
             "g_quarantine_repaired", "g_rollout_after_repair"]
-         + ["h_lb_down_flag_change", "h_undrain_stopped_unit_drain", "h_undrain_stopped_unit", "h_undrain_started_unit",
-            "h_drain_refused_canary", "h_drain_force", "h_drain_force_undrain"])
+         + ["h_lb_down_flag_change", "h_undrain_stopped_unit_drain", "h_undrain_stopped_unit",
+            "h_undrain_wrong_answer", "h_undrain_started_unit", "h_drain_refused_canary", "h_drain_force", "h_drain_force_undrain"]
+         + ["i_driver_require_gpu", "i_driver_install", "i_driver_upgrade"])
 
 
 @pytest.fixture(scope="module")
@@ -215,8 +216,59 @@ def test_an_unanswering_balancer_and_a_stopped_unit_are_named_at_once(results):
     assert results["steps"]["h_undrain_started_unit"]["last_states"]["roll-2"] == "up"
 
 
+def test_undrain_refuses_a_host_whose_model_answers_wrongly(results):
+    """Issue 38 item 2: roll-2 serving another version's graph (it loads and answers) is refused on its golden cases,
+    named, and left drained; the right graph back, the same playbook puts it back (test above)."""
+    wrong = results["steps"]["h_undrain_wrong_answer"]
+    assert wrong["rc"] != 0 and wrong["last_states"]["roll-2"] == "drained"
+    assert "Triton verification failed" in wrong["message"] and "anomaly_detector" in wrong["message"]
+
+
 def test_drain_force_drains_what_drain_refuses(results):
     refused, forced = results["steps"]["h_drain_refused_canary"], results["steps"]["h_drain_force"]
     assert refused["rc"] != 0 and refused["last_states"]["roll-1"] == "up"
     assert forced["rc"] == 0 and forced["last_states"]["roll-1"] == "drained"
     assert results["steps"]["h_drain_force_undrain"]["last_states"]["roll-1"] == "up"
+
+
+def test_the_driver_upgrade_runs_as_a_flow_on_a_drained_host(results):
+    """Issue 38 item 2: nvidia_driver_upgrade.yml on roll-4 (Debian's 535 packages, pinned below the newest): drained
+    with nothing in flight before Triton stopped, packages moved to the new pin and held again, Triton restarted there
+    alone, back in traffic, 0 failed requests."""
+    install, upgrade = results["steps"]["i_driver_install"], results["steps"]["i_driver_upgrade"]
+    assert install["rc"] == 0 and install["state"]["versions"]
+    assert all(v.startswith("535.261.03-") for v in install["state"]["versions"].values())
+    assert upgrade["rc"] == 0 and upgrade["target"] != "535.261.03" and upgrade["state"]["versions"]
+    assert all(v.startswith(upgrade["target"] + "-") for v in upgrade["state"]["versions"].values())
+    assert set(upgrade["state"]["versions"]) <= set(upgrade["state"]["held"])
+    assert upgrade["drain_problems"] == {} and upgrade["failed"] == 0
+    assert [h for h in upgrade["before"]["pid"] if upgrade["before"]["pid"][h] != upgrade["after"]["pid"][h]] == ["roll-4"]
+    assert upgrade["last_states"]["roll-4"] == "up"
+
+
+# --- the nvidia_driver role on roll-4, as the former nvidia_driver scenario checked it ------------------------------
+def test_a_required_gpu_that_is_absent_is_refused_before_any_package(results):
+    refused = results["steps"]["i_driver_require_gpu"]
+    assert refused["rc"] != 0 and refused["state"]["versions"] == {}
+
+
+def test_the_driver_pin_holds_an_exact_version_although_a_newer_one_exists(results):
+    install = results["steps"]["i_driver_install"]
+    files = install["snapshot"]
+    assert sorted(install["state"]["versions"]) == sorted(["nvidia-kernel-dkms", "nvidia-smi", "libcuda1", "libnvidia-ml1",
+                                                           "firmware-nvidia-gsp"])
+    assert set(install["state"]["versions"]) | {"nvidia-persistenced"} <= set(install["state"]["held"])
+    assert not [name for name in install["state"]["held"] if name.startswith(("nvidia-container", "libnvidia-container"))]
+    assert "Pin: version 535.261.03-*" in files["pref"].splitlines()
+    assert "Candidate: 535.261.03-" in files["policy"]
+    assert [v for v in install["state"]["offered"] if v != "535.261.03"]  # a newer 535 is offered, not chosen
+
+
+def test_the_driver_sources_blacklist_and_persistence_daemon(results):
+    files = results["steps"]["i_driver_install"]["snapshot"]
+    assert "Components: contrib non-free non-free-firmware" in files["sources"]
+    assert "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg" in files["sources"]
+    lines = files["blacklist"].splitlines()
+    assert lines[0] == "644" and "blacklist nouveau" in lines and "options nouveau modeset=0" in lines
+    enabled, active = files["persistenced"].splitlines()
+    assert enabled == "enabled" and active in ("inactive", "failed")  # no module to talk to
