@@ -2,11 +2,12 @@
 
 playbooks/verify.yml collects, read-only, per host: triton_verify's result (server version, each
 model's versions and states in Triton's index, golden cases, a short latency burst), nvidia_gpu_info's
-result, triton_model_config run in check mode (config drift), the load-balancer state and, where the
-GPU-health read ran, the triton_gpu_health fact. This turns that raw file into
+result, triton_model_config run in check mode (config drift), the load-balancer state, where the GPU-health
+read ran the triton_gpu_health fact and, computed on the controller, the GPU memory budget (the
+aiops.triton.gpu_memory_budget filter the validation play runs). This turns that raw file into
 
-    fleet-report.json   per host: Triton version, load-balancer state, GPU health, per model pinned vs
-                        READY versions, golden cases, p50/p99, GPUs, drift sentences; the exceptions (each
+    fleet-report.json   per host: Triton version, load-balancer state, GPU health, GPU memory budget, per model
+                        pinned vs READY versions, golden cases, p50/p99, GPUs, drift sentences; the exceptions (each
                         with the command that fixes it) and per rollout group and model an aggregate
     fleet-report.html   one self-contained page that leads with what is wrong (fleet_report_page.py)
 
@@ -73,8 +74,35 @@ def _quarantine(health):
     return {"reason": mark.get("reason") or "by an operator", "since": mark.get("since") or ""}
 
 
-def host_report(raw, rollout_groups, gpu_health=None):
-    """One host's entry; ``gpu_health``: its triton_gpu_health fact when the raw file keeps those apart."""
+def _mib(value):
+    return "?" if value is None else "{:,}".format(value)
+
+
+def _budget_line(row):
+    """One device of the budget in words: used / capacity / over, or unknown."""
+    where = row["device"] + (" (%s)" % row["name"] if row.get("name") else "")
+    if row.get("fits") is None:
+        text = "%s: peak %s MiB, capacity unknown" % (where, _mib(row["peak_mib"]))
+    else:
+        text = "%s: peak %s of %s MiB available (%s less %s headroom)%s" % (
+            where, _mib(row["peak_mib"]), _mib(row["available_mib"]), _mib(row["capacity_mib"]), _mib(row["headroom_mib"]),
+            "" if row["fits"] else ": over by %s MiB" % _mib(row["over_mib"]))
+    if row.get("unknown"):
+        text += "; footprint unknown: %s" % ", ".join(row["unknown"])
+    return text
+
+
+def _gpu_budget(rows):
+    """What the report keeps of a host's budget rows; None when the raw file has no budget (not computed)."""
+    if rows is None:
+        return None
+    return [dict([(k, r.get(k)) for k in ("device", "name", "capacity_mib", "available_mib", "serving_mib", "peak_mib", "fits",
+                                          "over_mib", "unknown")] + [("line", _budget_line(r))]) for r in rows]
+
+
+def host_report(raw, rollout_groups, gpu_health=None, gpu_budget=None):
+    """One host's entry; ``gpu_health``: its triton_gpu_health fact when the raw file keeps those apart; ``gpu_budget``:
+    its rows of the GPU memory budget (None: not computed)."""
     verify = raw.get("verify") or {}
     gpu = raw.get("gpu") or {}
     server = verify.get("server") or {}
@@ -88,7 +116,7 @@ def host_report(raw, rollout_groups, gpu_health=None):
              "gpu_status": gpu.get("status"), "gpu_message": gpu.get("message"), "gpu_host_kind": gpu.get("host_kind"),
              "gpus": [dict((k, g.get(k)) for k in ("index", "name", "uuid", "memory_total_mib", "driver_version"))
                       for g in gpu.get("gpus", [])],
-             "gpu_health": _gpu_health(health), "quarantined": _quarantine(health),
+             "gpu_health": _gpu_health(health), "quarantined": _quarantine(health), "gpu_budget": _gpu_budget(gpu_budget),
              "models": [], "drift": [], "failures": list(verify.get("failures", [])),
              # roles/triton_lb status: up, drained, down, maint; unknown without a load balancer or when unread
              "lb_state": raw.get("lb_state") or "unknown", "lb_error": raw.get("lb_error") or ""}
@@ -123,7 +151,13 @@ def build(raw, inventory=None):
     """The report. ``inventory``: the inventory sources, for the commands the exceptions name."""
     groups = list(raw.get("rollout_groups") or [])
     health = raw.get("gpu_health") or {}
-    hosts = [host_report(h, groups, health.get(h["host"])) for h in raw.get("hosts", [])]
+    budget = None
+    if isinstance(raw.get("gpu_budget"), dict):  # absent from a raw file verify.yml wrote before the budget
+        budget = {}
+        for row in raw["gpu_budget"].get("rows") or []:
+            budget.setdefault(row["host"], []).append(row)
+    hosts = [host_report(h, groups, health.get(h["host"]), None if budget is None else budget.get(h["host"], []))
+             for h in raw.get("hosts", [])]
     seen = set(h["host"] for h in hosts)
     # hosts of the inventory verify.yml has no result for (unreachable over SSH, or their play failed)
     missing = [h for h in raw.get("inventory_hosts") or [] if h not in seen]

@@ -20,6 +20,7 @@ KINDS = {
     "gpu-unhealthy": ("GPU unhealthy", "quarantine", True),
     "quarantined": ("Quarantined (out of traffic on purpose)", "quarantine", True),
     "gpu-driver": ("GPU driver not answering", "gpu_stack", True),
+    "gpu-budget": ("GPU memory over budget", "validate", False),
     "drifted": ("Drift", "models", True),
     "out-of-traffic": ("Out of traffic", "undrain", True),
     "lb-down": ("Down on the load balancer", "load_balancer", False),
@@ -29,7 +30,8 @@ PLAYBOOK_SAYS = {"triton_server": "sets up and restarts Triton", "verify": "show
                  "models": "converges the model set, verifies it, rolls back what fails",
                  "quarantine": "keeps the host drained and repairs its GPUs (reset, reboot), back only when healthy",
                  "gpu_stack": "installs and pins the NVIDIA driver", "undrain": "verifies the host, then puts it back into traffic",
-                 "load_balancer": "renders and reloads HAProxy"}
+                 "load_balancer": "renders and reloads HAProxy",
+                 "validate": "prints every host's GPU memory budget and refuses a rollout that does not fit, changing nothing"}
 
 
 def host_states(host):
@@ -68,6 +70,8 @@ def _problems(host):
         problems.append(("gpu-unhealthy", "; ".join(health["reasons"]) or "unhealthy"))
     if host.get("gpu_host_kind") == "broken" or (not host.get("gpu_host_kind") and host["gpu_status"] == "no_driver"):
         problems.append(("gpu-driver", host["gpu_message"] or "the PCI bus shows NVIDIA GPUs, nvidia-smi lists none"))
+    # a rollout to this host would be refused by the validation play (its model set plus a rollout's peak does not fit)
+    problems.extend(("gpu-budget", row["line"]) for row in host.get("gpu_budget") or [] if row["fits"] is False)
     if host["lb_error"]:
         problems.append(("lb-unread", host["lb_error"]))
     elif host["lb_state"] in ("drained", "maint") and not host["quarantined"]:

@@ -16,8 +16,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 STATE_NAMES = dict(checks.STATES)
 SHOWN_HOSTS = 8  # hosts named in an exception's row before the rest fold away
 # Host-level facts once per host; the models table repeats only the host's name and group.
-HOST_COLUMNS = ("Host", "Rollout group", "State", "Load balancer", "GPU health", "Triton", "GPUs", "Models at pin", "Golden cases",
-                "Slowest p99 ms", "Problems")
+HOST_COLUMNS = ("Host", "Rollout group", "State", "Load balancer", "GPU health", "Triton", "GPUs", "GPU memory budget", "Models at pin",
+                "Golden cases", "Slowest p99 ms", "Problems")
 MODEL_COLUMNS = ("Host", "Rollout group", "Model", "Pinned", "READY", "Golden cases", "p50 ms", "p99 ms", "Drift")
 
 
@@ -137,6 +137,13 @@ def _health(host):
     return _cell(text, bool(mark) or (health or {}).get("verdict") == "unhealthy")
 
 
+def _budget(host):
+    rows = host.get("gpu_budget")
+    if rows is None:
+        return _cell("not computed")
+    return _cell("; ".join(r["line"] for r in rows) or "no footprint declared", any(r["fits"] is False for r in rows))
+
+
 def _row_open(host, models, states):
     return '<tr data-h="%s" data-g="%s" data-m="%s" data-s="%s">' % (
         _e(host["host"]), _e(host["group"] or checks.UNGROUPED), _e(" ".join(models)), " ".join(states))
@@ -149,10 +156,10 @@ def _host_row(host):
     slowest = max((m for m in models if m["latency"]), key=lambda m: m["latency"]["p99_ms"], default=None)
     shown = [STATE_NAMES[s] for s in host["states"] if s != "attention"]
     lb = host["lb_state"] + (" (%s)" % host["lb_error"] if host["lb_error"] else "")
-    return "%s%s%s%s%s%s%s%s%s%s%s%s</tr>" % (
+    return "%s%s%s%s%s%s%s%s%s%s%s%s%s</tr>" % (
         _row_open(host, [m["name"] for m in models], host["states"]), _cell(host["host"]), _cell(host["group"] or checks.UNGROUPED),
         _cell(", ".join(shown) or "-", "attention" in host["states"]), _cell(lb, host["lb_state"] in checks.OUT_OF_TRAFFIC or bool(host["lb_error"])),
-        _health(host), _cell(host["triton_version"] or "unreachable", not host["reachable"]), _cell(_gpus(host)),
+        _health(host), _cell(host["triton_version"] or "unreachable", not host["reachable"]), _cell(_gpus(host)), _budget(host),
         _cell("%d/%d" % (at_pin, len(models)) if models else "none pinned", at_pin != len(models), at_pin - len(models)),
         _cell("%d/%d" % (passed, total), passed != total or not total, passed - total),
         _cell("%s %s" % (_ms(slowest["latency"]["p99_ms"]), slowest["name"]) if slowest else "-", False,

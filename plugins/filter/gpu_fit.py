@@ -17,6 +17,7 @@ import re
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_native
+from ansible.module_utils.parsing.convert_bool import boolean
 
 try:
     import yaml
@@ -82,8 +83,9 @@ def _desired(hostvars, host, cache):
     return cache[key]
 
 
-def _gpus(hostvars, host):
-    facts = _get(hostvars, host, GPU_FACTS)
+def _gpus(hostvars, host, facts=None):
+    """The host's GPUs from ``facts`` (an nvidia_gpu_info result the caller read), else this run's GPU_FACTS, else triton_gpus."""
+    facts = facts if isinstance(facts, dict) and facts.get("gpus") else _get(hostvars, host, GPU_FACTS)
     try:
         return gpu_compat.host_gpus(facts, _get(hostvars, host, "triton_gpus"))
     except gpu_compat.CompatError as exc:
@@ -265,19 +267,33 @@ def gpu_compat_refusals(hostvars, groups):
     return report["problems"] + report["refusals"]
 
 
-def gpu_memory_budget(hostvars, groups, headroom=None, candidates=None):
-    """Each Triton host's GPU and host memory budget: {rows, refusals, unknown, lines, declared, problems}."""
+def _stage_candidates(hostvars, host, problems):
+    """triton_models_stage_candidates of the host (the role's default where unset): whether a rollout stages candidates."""
+    value = _get(hostvars, host, "triton_models_stage_candidates", role_default("triton_models", "triton_models_stage_candidates"))
+    try:
+        return boolean(True if value is None else value, strict=True)
+    except TypeError:
+        problems.append("host %s: triton_models_stage_candidates must be true or false, got %r" % (host, value))
+        return True
+
+
+def gpu_memory_budget(hostvars, groups, headroom=None, candidates=None, gpu_facts=None):
+    """Each Triton host's GPU and host memory budget: {rows, refusals, unknown, lines, declared, problems}.
+
+    ``gpu_facts``: host -> nvidia_gpu_info result read by this run (playbooks/verify.yml), before triton_server_gpu_info.
+    """
     if not isinstance(groups, dict):
         raise AnsibleFilterError("gpu_memory_budget: groups must be a mapping (Ansible's groups), got %s" % type(groups).__name__)
     specs, problems, cache, declared = {}, [], {}, False
     for host in _servers(groups):
-        gpus, source, gpu_problems = _gpus(hostvars, host)
+        gpus, source, gpu_problems = _gpus(hostvars, host, (gpu_facts or {}).get(host))
         problems.extend("host %s: %s" % (host, p) for p in gpu_problems)
         models = _desired(hostvars, host, cache)
         declared = declared or any(m.get("footprint") not in (None, {}) for m in models)
         memory = _get(hostvars, host, "triton_host_memory_mib", (_get(hostvars, host, "ansible_facts", {}) or {}).get("memtotal_mb"))
         spec = {"gpus": gpus, "host_memory_mib": memory, "models": models,
-                "headroom": _get(hostvars, host, "triton_gpu_budget_headroom", headroom)}
+                "headroom": _get(hostvars, host, "triton_gpu_budget_headroom", headroom),
+                "stage_candidates": _stage_candidates(hostvars, host, problems)}
         try:
             if memory is not None and (isinstance(memory, bool) or int(memory) <= 0):
                 raise gpu_budget.BudgetError("triton_host_memory_mib must be MiB (a positive integer), got %r" % (memory,))

@@ -7,9 +7,11 @@ Pure arithmetic on plain data (the ``aiops.triton.gpu_memory_budget`` filter bui
 GPU facts). Triton places instances as its ModelConfig says (model_config.proto, ModelInstanceGroup): a KIND_GPU
 group puts ``count`` instances on each GPU of ``gpus`` (every GPU when empty); KIND_CPU puts ``count`` on the host;
 KIND_AUTO is GPU on a host with GPUs. On a host with no GPU, GPU groups run on CPU (model_config.apply_host_overrides).
-While ``<name>__candidate`` is validated before it serves, the serving model and its candidate are both loaded: the
-peak adds one more set of the candidate's instances. A footprint nobody declared or measured is reported as unknown,
-never counted as zero.
+A rollout adds to the serving set, for a while, the larger of: the staged candidates (``<name>__candidate``, one
+instance per instance group of every changed model, loaded together while they are verified; none where
+triton_models_stage_candidates is false), or the largest single reload (Triton loads a changed model's new set
+beside the serving one and unloads the old only once the new is ready). A footprint nobody declared or measured is
+reported as unknown, never counted as zero.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -23,6 +25,9 @@ import re
 VARIABLES = frozenset(["triton_gpu_budget_headroom", "triton_host_memory_mib"])
 DEFAULT_HEADROOM = "10%"
 FOOTPRINT_KEYS = ("gpu_mib", "host_mib")
+# module_utils/fleet.py CANDIDATE_SUFFIX, the name a staged candidate loads under (fleet imports this module, so it is
+# spelled here; test_gpu_budget.py holds them equal).
+CANDIDATE_SUFFIX = "__candidate"
 
 
 class BudgetError(Exception):
@@ -106,15 +111,18 @@ def footprint(declared, version):
     return result
 
 
-def placement(config, gpu_indexes):
-    """Where Triton puts a model's instances on a host with GPUs ``gpu_indexes``: {"gpu": {index: n}, "cpu": n}."""
+def placement(config, gpu_indexes, one_per_group=False):
+    """Where Triton puts a model's instances on a host with GPUs ``gpu_indexes``: {"gpu": {index: n}, "cpu": n}.
+
+    ``one_per_group``: a staged candidate's placement (module_utils/fleet.py candidate_config: each group's count is 1).
+    """
     gpu_indexes = sorted(set(gpu_indexes or []))
     placed = {"gpu": {}, "cpu": 0}
     groups = (config or {}).get("instance_group")
     if not groups:
         groups = [{"count": 1, "kind": "KIND_GPU" if gpu_indexes else "KIND_CPU"}]
     for group in groups:
-        count = int(group.get("count", 1) or 1)
+        count = 1 if one_per_group else int(group.get("count", 1) or 1)
         kind = group.get("kind", "KIND_AUTO") or "KIND_AUTO"
         if kind in ("KIND_GPU", "KIND_AUTO") and gpu_indexes:
             for index in group.get("gpus") or gpu_indexes:
@@ -124,21 +132,21 @@ def placement(config, gpu_indexes):
     return placed
 
 
-def _sets(model, gpu_indexes):
+def _sets(model, gpu_indexes, staged=False):
     """One entry per version the model loads: (version, footprint, placement)."""
     if (model.get("config") or {}).get("platform") == "ensemble":
         return []
     versions = list(model.get("versions") or [])
     if not versions:  # latest: N not resolved against S3: N versions, which ones unknown
         versions = ["latest"] * int(model.get("latest") or 1)
-    where = placement(model.get("config"), gpu_indexes)
+    where = placement(model.get("config"), gpu_indexes, staged)
     return [(version, footprint(model.get("footprint"), version), where) for version in versions]
 
 
-def _device_load(model, device, gpu_indexes):
+def _device_load(model, device, gpu_indexes, staged=False):
     """(known MiB, terms, unknown lines) of one model's set on ``device`` ("host" or a GPU index)."""
     mib_total, terms, unknown = 0, [], []
-    for version, each, where in _sets(model, gpu_indexes):
+    for version, each, where in _sets(model, gpu_indexes, staged):
         if device == "host":
             count = where["cpu"] + sum(where["gpu"].values())
             size = each["host_mib"]
@@ -147,7 +155,8 @@ def _device_load(model, device, gpu_indexes):
             size = each["gpu_mib"]
         if not count:
             continue
-        label = "%s %s" % (model["name"], "v%s" % version if str(version).isdigit() else "(%s)" % version)
+        label = "%s%s %s" % (model["name"], CANDIDATE_SUFFIX if staged else "",
+                             "v%s" % version if str(version).isdigit() else "(%s)" % version)
         if size is None:
             unknown.append("%s (%d instance%s)" % (label, count, "" if count == 1 else "s"))
             continue
@@ -156,38 +165,58 @@ def _device_load(model, device, gpu_indexes):
     return mib_total, terms, unknown
 
 
+def _advice(row):
+    """What would make a device that does not fit fit, from its own numbers."""
+    bigger = "more host memory (triton_host_memory_mib)" if row["device"] == "host memory" else "a GPU with more memory"
+    if row["serving_mib"] > row["available_mib"]:
+        return ("the set does not fit even between rollouts: serve fewer instances (instance_group count) or fewer "
+                "models here (a rollout group without this host), or %s" % bigger)
+    if row["transient"] == "staged" and row["serving_mib"] + row["reload_mib"] <= row["available_mib"]:
+        return ("change fewer models per rollout, or set triton_models_stage_candidates: false for this host (no candidate "
+                "copies; a changed version then serves before its golden cases pass): either way the peak is the largest "
+                "reload, %s, which fits" % mib(row["serving_mib"] + row["reload_mib"]))
+    return ("lower the instance count of %s (its new set loads beside the old one), move a model to a rollout group "
+            "without this host, or %s" % (row["reload"], bigger))
+
+
 def device_rows(host, spec, headroom, candidates=None):
     """Budget rows of one host: one per GPU with known memory, one for host memory when it is known.
 
     ``spec``: {"gpus": [{"index", "name", "memory_mib"}], "host_memory_mib": int or None, "models": [{"name",
-    "versions" or "latest", "config", "footprint"}]}. ``candidates``: names of the models staged as candidates at
-    the same time; None: any one model may be (each device takes its largest single model).
+    "versions" or "latest", "config", "footprint"}], "stage_candidates": bool (triton_models_stage_candidates,
+    default true)}. ``candidates``: names of the models one rollout changes; None: every model (the worst case).
+
+    A rollout (roles/triton_models, tasks/deploy.yml) first stages every changed model as ``<name>__candidate``, one
+    instance per instance group, all at once, and removes them; then loads the changed models one at a time, and
+    Triton loads each new set beside the serving one and unloads the old only once the new is ready. The peak is the
+    serving set plus the larger of the two: the staged candidates, or the largest single reload.
     """
     gpus = [g for g in spec.get("gpus") or [] if g.get("index") is not None]
     indexes = [int(g["index"]) for g in gpus]
     models = list(spec.get("models") or [])
+    stage = spec.get("stage_candidates", True) is not False
+    changing = [m for m in models if candidates is None or m["name"] in candidates]
     devices = [("GPU %d" % int(g["index"]), int(g["index"]), g.get("name"), g.get("memory_mib")) for g in gpus]
     devices.append(("host memory", "host", None, spec.get("host_memory_mib")))
     rows = []
     for label, device, name, capacity in devices:
         loads = [(m["name"],) + _device_load(m, device, indexes) for m in models]
         serving = sum(load[1] for load in loads)
-        terms = [t for load in loads for t in load[2]]
-        unknown = [u for load in loads for u in load[3]]
-        if candidates is None:
-            ranked = sorted((load for load in loads if load[1] or load[3]), key=lambda load: (-load[1], load[0]))
-            chosen = [ranked[0]] if ranked else []
-        else:
-            chosen = [load for load in loads if load[0] in candidates]
-        candidate = sum(load[1] for load in chosen)
-        candidate_terms = ["candidate " + t for load in chosen for t in load[2]]
-        unknown += ["candidate " + u for load in chosen for u in load[3]]
+        ranked = sorted((load for load in loads if load[1] and any(m["name"] == load[0] for m in changing)),
+                        key=lambda load: (-load[1], load[0]))
+        reload = ranked[0] if ranked else (None, 0, [], [])
+        staged = [(m["name"],) + _device_load(m, device, indexes, staged=True) for m in changing] if stage else []
+        staged_mib = sum(load[1] for load in staged)
+        transient = "staged" if stage and staged_mib > reload[1] else ("reload" if reload[1] else None)
         row = {"host": host, "device": label, "name": name, "capacity_mib": None, "headroom_mib": None,
-               "available_mib": None, "serving_mib": serving, "candidate": [load[0] for load in chosen],
-               "candidate_mib": candidate, "peak_mib": serving + candidate, "terms": terms + candidate_terms,
-               "unknown": unknown, "fits": None, "over_mib": 0}
+               "available_mib": None, "serving_mib": serving, "terms": [t for load in loads for t in load[2]],
+               "unknown": [u for load in loads for u in load[3]], "stage_candidates": stage,
+               "staged": [load[0] for load in staged if load[1]], "staged_mib": staged_mib if stage else None,
+               "staged_terms": [t for load in staged for t in load[2]],
+               "reload": reload[0], "reload_mib": reload[1], "reload_terms": reload[2], "transient": transient,
+               "peak_mib": serving + max(staged_mib, reload[1]), "fits": None, "over_mib": 0, "advice": None}
         if capacity in (None, ""):
-            if serving or candidate or unknown:
+            if serving or row["unknown"]:
                 rows.append(row)
             continue
         row["capacity_mib"] = int(capacity)
@@ -195,32 +224,47 @@ def device_rows(host, spec, headroom, candidates=None):
         row["available_mib"] = row["capacity_mib"] - row["headroom_mib"]
         row["fits"] = row["peak_mib"] <= row["available_mib"]
         row["over_mib"] = max(0, row["peak_mib"] - row["available_mib"])
+        if not row["fits"]:
+            row["advice"] = _advice(row)
         rows.append(row)
     return rows
 
 
+def _transient_text(row):
+    if row["transient"] == "staged":
+        return ("staging the candidates of %s at once adds %s (one instance per instance group: %s)"
+                % (", ".join(row["staged"]), mib(row["staged_mib"]), " + ".join(row["staged_terms"])))
+    if row["transient"] == "reload":
+        return ("reloading %s adds %s (Triton loads the new set beside the serving one: %s)"
+                % (row["reload"], mib(row["reload_mib"]), " + ".join(row["reload_terms"])))
+    return "a rollout adds nothing known"
+
+
 def refusal(row, headroom):
-    """The sentence for a row that does not fit."""
+    """The sentence for a row that does not fit: the host and device, what is added up, by how much it is over, what to do."""
     where = "%s %s%s" % (row["host"], row["device"], " (%s)" % row["name"] if row.get("name") else "")
-    text = ("%s: %s = %s > %s − %s (%s) by %s" % (
-        where, " + ".join(row["terms"]) or "nothing known", mib(row["peak_mib"]), mib(row["capacity_mib"]),
-        headroom_text(headroom), mib(row["available_mib"]), mib(row["over_mib"])))
+    text = ("%s: serving %s = %s; %s: peak %s > %s − %s (%s) by %s" % (
+        where, " + ".join(row["terms"]) or "nothing known", mib(row["serving_mib"]), _transient_text(row),
+        mib(row["peak_mib"]), mib(row["capacity_mib"]), headroom_text(headroom), mib(row["available_mib"]),
+        mib(row["over_mib"])))
     if row["unknown"]:
         text += "; not counted, footprint unknown: %s" % ", ".join(row["unknown"])
-    return text
+    return text + ". To fit: %s" % row["advice"]
 
 
 def table(rows):
     """The budget as fixed-width lines a person reads in a run's output."""
-    header = ("host", "device", "capacity", "headroom", "serving", "candidate", "peak", "fits", "unknown")
+    header = ("host", "device", "capacity", "headroom", "serving", "staged", "reload", "peak", "fits", "unknown")
     body = []
     for row in rows:
         def cell(key):
             return "?" if row.get(key) is None else "{:,}".format(row[key])
         fits = "?" if row["fits"] is None else ("yes" if row["fits"] else "NO, over by {:,}".format(row["over_mib"]))
         device = row["device"] + (" " + row["name"] if row.get("name") else "")
-        candidate = "%s %s" % (cell("candidate_mib"), "(%s)" % ", ".join(row["candidate"]) if row["candidate"] else "")
-        body.append((row["host"], device, cell("capacity_mib"), cell("headroom_mib"), cell("serving_mib"), candidate.strip(),
+        staged = "off" if not row["stage_candidates"] else "%s%s" % (
+            cell("staged_mib"), " (%d model%s)" % (len(row["staged"]), "" if len(row["staged"]) == 1 else "s") if row["staged"] else "")
+        reload = "%s%s" % (cell("reload_mib"), " (%s)" % row["reload"] if row["reload"] else "")
+        body.append((row["host"], device, cell("capacity_mib"), cell("headroom_mib"), cell("serving_mib"), staged, reload,
                      cell("peak_mib"), fits, ", ".join(row["unknown"]) or "-"))
     widths = [max(len(str(line[i])) for line in [header] + body) for i in range(len(header))]
     return ["  ".join(str(value).ljust(widths[i]) for i, value in enumerate(line)).rstrip() for line in [header] + body]
@@ -230,7 +274,7 @@ def budget(hosts, headroom=DEFAULT_HEADROOM, candidates=None):
     """The budget of every host: {"rows", "refusals", "unknown", "lines"} (MiB, per instance footprints).
 
     ``hosts``: host -> spec (see :func:`device_rows`), each may carry its own "headroom"; ``candidates``: host ->
-    names, or one list for every host, or None (the largest single model per device).
+    names, or one list for every host, or None (every model may change in one rollout).
     """
     rows, refusals = [], []
     for host in sorted(hosts):

@@ -140,21 +140,39 @@ def gpu_compute_capability(name):
     return None
 
 
-def host_gpus(facts, declared):
-    """A host's GPUs as [{"index", "name", "memory_mib", "compute_capability"}], where they came from, and problems.
+def _capability(value, name, given):
+    """(compute capability, where it came from): ``value`` as ``given`` says, else the name's (GPU_COMPUTE_CAPABILITY)."""
+    if value not in (None, ""):
+        return compute_capability(value), given
+    by_name = gpu_compute_capability(name)
+    return by_name, "name" if by_name else None
 
-    ``facts``: aiops.triton.nvidia_gpu_info's result (its ``gpus``), used when it lists GPUs; else ``declared``, the
+
+def host_gpus(facts, declared):
+    """A host's GPUs as [{"index", "name", "memory_mib", "compute_capability", "compute_capability_source"}], where
+    they came from, and problems.
+
+    ``facts``: aiops.triton.nvidia_gpu_info's result (its ``gpus``), used when it lists GPUs: its compute capability
+    is nvidia-smi's ``compute_cap`` where the driver reports it (R510 on), else the name's, else the one ``declared``
+    gives the GPU of the same index, and ``compute_capability_source`` says which. Else ``declared``, the
     inventory's triton_gpus: [{name, memory_mib, compute_capability, index}] for hosts not reached yet. A compute
     capability not given comes from the GPU's name (GPU_COMPUTE_CAPABILITY) or stays None.
     """
     problems = []
     if isinstance(facts, dict) and facts.get("gpus"):
+        # what facts and the name cannot say, triton_gpus may (a driver before R510 reports no compute_cap)
+        declared_by_index = dict((int(g.get("index", i)), g.get("compute_capability")) for i, g in enumerate(declared)
+                                 if isinstance(g, dict)) if isinstance(declared, list) else {}
         gpus = []
         for gpu in facts["gpus"]:
             name = gpu.get("name")
-            capability = gpu.get("compute_capability") or gpu.get("compute_cap")
+            given = gpu.get("compute_capability") or gpu.get("compute_cap")
+            capability, source = _capability(given, name, gpu.get("compute_capability_source") or "GPU facts")
+            if capability is None and declared_by_index.get(int(gpu.get("index", len(gpus)))) not in (None, ""):
+                capability = compute_capability(declared_by_index[int(gpu.get("index", len(gpus)))])
+                source = "triton_gpus"
             gpus.append({"index": int(gpu.get("index", len(gpus))), "name": name, "memory_mib": gpu.get("memory_total_mib"),
-                         "compute_capability": compute_capability(capability) if capability else gpu_compute_capability(name)})
+                         "compute_capability": capability, "compute_capability_source": source})
         return gpus, "GPU facts", problems
     if declared in (None, "", []):
         return [], None, problems
@@ -173,14 +191,14 @@ def host_gpus(facts, declared):
         if memory is not None and (isinstance(memory, bool) or not re.match(r"^[0-9]+$", str(memory).strip()) or int(memory) <= 0):
             problems.append("%s.memory_mib must be MiB (a positive integer), got %r" % (where, memory))
             memory = None
-        capability = gpu.get("compute_capability")
         try:
-            capability = compute_capability(capability) if capability not in (None, "") else gpu_compute_capability(gpu.get("name"))
+            capability, source = _capability(gpu.get("compute_capability"), gpu.get("name"), "triton_gpus")
         except CompatError as exc:
             problems.append("%s.compute_capability: %s" % (where, exc))
-            capability = None
+            capability, source = None, None
         gpus.append({"index": int(gpu.get("index", position)), "name": gpu.get("name"),
-                     "memory_mib": int(memory) if memory is not None else None, "compute_capability": capability})
+                     "memory_mib": int(memory) if memory is not None else None, "compute_capability": capability,
+                     "compute_capability_source": source})
     return gpus, "triton_gpus", problems
 
 

@@ -61,6 +61,44 @@ def query_command(nvidia_smi="nvidia-smi"):
     return [nvidia_smi, "--query-gpu=" + ",".join(QUERY_FIELDS), "--format=" + QUERY_FORMAT]
 
 
+# compute_cap ("The CUDA Compute Capability, represented as Major DOT Minor", nvidia-smi --help-query-gpu) exists from
+# driver R510 on; an older nvidia-smi refuses the whole query ('Field "compute_cap" is not a valid field to query.',
+# rc 2), so it is asked on its own: that refusal never costs the GPU list above.
+COMPUTE_CAP_FIELDS = ("index", "compute_cap")
+_COMPUTE_CAP = re.compile(r"^[0-9]+\.[0-9]+$")
+
+
+def compute_cap_command(nvidia_smi="nvidia-smi"):
+    """The argv printing each GPU's index and compute capability, one CSV line each (COMPUTE_CAP_FIELDS)."""
+    return [nvidia_smi, "--query-gpu=" + ",".join(COMPUTE_CAP_FIELDS), "--format=csv,noheader,nounits"]
+
+
+def parse_compute_cap(text):
+    """``compute_cap_command`` output -> {index: "major.minor"}; a GPU it reports as N/A is left out.
+
+    Raises NvidiaSmiError on a line that is not such a row.
+    """
+    caps = {}
+    for row in csv.reader([line for line in text.splitlines() if line.strip()], skipinitialspace=True):
+        cols = [col.strip() for col in row]
+        if len(cols) != len(COMPUTE_CAP_FIELDS) or not cols[0].isdigit() or not (_blank(cols[1]) or _COMPUTE_CAP.match(cols[1])):
+            raise NvidiaSmiError("compute_cap query: expected 'index, major.minor', got %r" % ", ".join(row))
+        if not _blank(cols[1]):
+            caps[int(cols[0])] = cols[1]
+    return caps
+
+
+def compute_caps(module, nvidia_smi):
+    """({index: "major.minor"}, None) from nvidia-smi's compute_cap; ({}, what it said) where it cannot answer it."""
+    rc, out, err = run(module, compute_cap_command(nvidia_smi))
+    if rc != 0:
+        return {}, ((err or out).strip() or "rc %d" % rc)
+    try:
+        return parse_compute_cap(out), None
+    except NvidiaSmiError as exc:
+        return {}, str(exc)
+
+
 COMPUTE_APPS_FIELDS = ("pid", "process_name", "used_memory", "gpu_uuid")
 
 

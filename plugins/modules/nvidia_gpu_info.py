@@ -17,6 +17,9 @@ description:
     driver version, persistence mode, MIG mode and ECC error counters, plus the CUDA version, the loaded
     kernel module (version and open/proprietary flavour, from C(/proc/driver/nvidia/version)) and the
     fabric manager version when C(nv-fabricmanager) is installed.
+  - Each GPU's compute capability is read from nvidia-smi's C(compute_cap) field (drivers from R510 on), asked in a
+    query of its own; where nvidia-smi cannot answer it (an older driver), it comes from the GPU's name
+    (the table of C(plugins/module_utils/gpu_compat.py)), and RV(gpus[].compute_capability_source) says which.
   - Also counts NVIDIA GPUs and NVSwitches on the PCI bus from sysfs, which works before any driver is loaded.
   - A host without nvidia-smi, without a loaded driver, or without GPUs is not an error; RV(gpus) is then
     empty and RV(status) says why. RV(host_kind) tells a host with no NVIDIA GPU at all (V(cpu)) from one whose
@@ -96,6 +99,26 @@ gpus:
       ecc_errors_corrected_volatile: 0
       ecc_errors_uncorrected_volatile: 0
       ecc_errors_uncorrected_aggregate: 0
+      compute_capability: "9.0"
+      compute_capability_source: nvidia-smi
+  contains:
+    compute_capability:
+      description:
+        - The GPU's CUDA compute capability (V(9.0)); null when nvidia-smi does not report it and the name is not in
+          the table.
+      type: str
+    compute_capability_source:
+      description:
+        - V(nvidia-smi) (its C(compute_cap) field), V(name) (looked up by the GPU's name, where nvidia-smi is older than
+          R510 and cannot report it), or null when unknown.
+      type: str
+compute_cap_error:
+  description:
+    - What nvidia-smi answered when asked for C(compute_cap) and could not report it (a driver before R510 prints
+      C(Field "compute_cap" is not a valid field to query.)); null when it reported it or no GPU was listed.
+  returned: always
+  type: str
+  sample: null
 gpu_count:
   description: Number of GPUs nvidia-smi lists.
   returned: always
@@ -148,6 +171,7 @@ problems:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.aiops.triton.plugins.module_utils import gpu_compat
 from ansible_collections.aiops.triton.plugins.module_utils import nvidia_smi as smi
 
 
@@ -170,6 +194,7 @@ def gather(module, nvidia_smi_path):
         "fabricmanager_version": None,
         "pci": smi.scan_pci(smi.PCI_DEVICES_PATH),
         "nvidia_smi_output": None,
+        "compute_cap_error": None,
     }
     fabricmanager = module.get_bin_path("nv-fabricmanager", opt_dirs=["/usr/bin"])
     if fabricmanager:
@@ -189,12 +214,23 @@ def gather(module, nvidia_smi_path):
         result["nvidia_smi_output"] = (out + err).strip()
         return result
     result["gpus"] = smi.parse_query_gpu(out)
+    if result["gpus"]:
+        caps, result["compute_cap_error"] = smi.compute_caps(module, binary)
+        for gpu in result["gpus"]:
+            add_compute_capability(gpu, caps.get(gpu["index"]))
     versions = sorted(set(gpu["driver_version"] for gpu in result["gpus"] if gpu["driver_version"]))
     result["driver_version"] = versions[0] if versions else None
     rc, out, err = smi.run(module, [binary])
     if rc == 0:
         result["cuda_version"] = smi.parse_cuda_version(out)
     return result
+
+
+def add_compute_capability(gpu, reported):
+    """The GPU's compute capability as nvidia-smi reported it, else as its name gives it, and which of the two."""
+    by_name = None if reported else gpu_compat.gpu_compute_capability(gpu["name"])
+    gpu["compute_capability"] = reported or by_name
+    gpu["compute_capability_source"] = "nvidia-smi" if reported else ("name" if by_name else None)
 
 
 def describe(result):

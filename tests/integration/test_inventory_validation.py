@@ -174,15 +174,29 @@ def test_tensorrt_plans_per_architecture_with_one_for_the_gpu_pass(inventory):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_gpu_memory_budget_is_printed_where_footprints_are_declared(inventory):
-    _gpu_servers(inventory, triton_gpus=[{"name": "Tesla T4", "memory_mib": 15360}])
+def _footprints(inventory, v2, v3):
     _edit(inventory / "group_vars" / "triton_servers" / "rollout.yml",
           lambda d: d["triton_models_catalog"]["anomaly_detector"].update(
-              {"footprint": {2: {"gpu_mib": 3500, "host_mib": 300}, 3: {"gpu_mib": 3600, "host_mib": 300}}}))
+              {"footprint": {2: {"gpu_mib": v2, "host_mib": 300}, 3: {"gpu_mib": v3, "host_mib": 300}}}))
+
+
+def test_gpu_memory_budget_that_does_not_fit_is_refused_before_any_host_changes(inventory):
+    _gpu_servers(inventory, triton_gpus=[{"name": "Tesla T4", "memory_mib": 15360}])
+    _footprints(inventory, 3500, 3600)
+    result = _run(inventory)
+    _assert_refused(result, "gpu-infer-01.dc1.example.com GPU 0 (Tesla T4): serving anomaly_detector v3 2×3,600 MiB = 7,200 MiB; "
+                    "reloading anomaly_detector adds 7,200 MiB (Triton loads the new set beside the serving one: anomaly_detector v3 "
+                    "2×3,600 MiB): peak 14,400 MiB > 15,360 MiB − 10% headroom (13,824 MiB) by 576 MiB. To fit: lower the instance "
+                    "count of anomaly_detector", "gpu-infer-04.dc2.example.com GPU 0 (Tesla T4)")
+    out = result.stdout + result.stderr
+    assert "Show the GPU memory budget" in out and "NO, over by 576" in out
+    assert "alert_classifier v1 (2 instances)" in out  # no footprint: unknown, shown, never refused
+
+
+def test_gpu_memory_budget_that_fits_is_printed_and_passes(inventory):
+    _gpu_servers(inventory, triton_gpus=[{"name": "Tesla T4", "memory_mib": 15360}])
+    _footprints(inventory, 3000, 3000)
     result = _run(inventory, "playbooks/validate.yml")
     out = result.stdout + result.stderr
-    assert result.returncode == 0, out  # printed, not (yet) a refusal
-    assert "Show the GPU memory budget" in out
-    assert ("gpu-infer-01.dc1.example.com GPU 0 (Tesla T4): anomaly_detector v3 2×3,600 MiB + candidate anomaly_detector v3 "
-            "2×3,600 MiB = 14,400 MiB > 15,360 MiB − 10% headroom (13,824 MiB) by 576 MiB") in out
-    assert "alert_classifier v1 (2 instances)" in out  # no footprint: unknown, shown
+    assert result.returncode == 0, out
+    assert "GPU 0 Tesla T4  15,360    1,536     6,000    3,000 (1 model)  6,000 (anomaly_detector)  12,000  yes" in out

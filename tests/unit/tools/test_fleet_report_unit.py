@@ -1,9 +1,11 @@
-"""fleet_report on results the playbook records when a host cannot be verified."""
+"""fleet_report on results the playbook records when a host cannot be verified, and each host's GPU memory budget."""
 
 import importlib.util
 import os
 
 import pytest
+
+from ansible_collections.aiops.triton.plugins.module_utils import gpu_budget
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 spec = importlib.util.spec_from_file_location("fleet_report", os.path.join(ROOT, "playbooks", "files", "fleet_report.py"))
@@ -149,3 +151,43 @@ def test_a_quarantine_record_in_quarantined_itself_is_read_too():
     health = {"verdict": "healthy", "reasons": [], "quarantined": {"reason": "by an operator", "since": ""}}
     (host,) = fleet_report.build({"rollout_groups": [], "hosts": [serving("gpu-9", gpu_health=health)]})["hosts"]
     assert host["quarantined"] == {"reason": "by an operator", "since": ""} and "quarantined" in host["states"]
+
+
+def budget_rows():
+    """Rows as the aiops.triton.gpu_memory_budget filter returns them (verify.yml writes them under gpu_budget)."""
+    t4 = [{"index": 0, "name": "Tesla T4", "memory_mib": 15360}]
+    anomaly = {"name": "anomaly_detector", "versions": [3], "footprint": {"gpu_mib": 3600, "host_mib": 300},
+               "config": {"instance_group": [{"count": 2, "kind": "KIND_GPU", "gpus": [0]}]}}
+    small = dict(anomaly, footprint={"gpu_mib": 1000, "host_mib": 300})
+    mystery = {"name": "alert_classifier", "versions": [1], "config": {"instance_group": [{"count": 2, "kind": "KIND_CPU"}]}}
+    return gpu_budget.budget({"gpu-1": {"gpus": t4, "models": [anomaly, mystery]}, "gpu-2": {"gpus": t4, "models": [small]},
+                              "cpu-1": {"gpus": [], "host_memory_mib": 4096, "models": [small]}})
+
+
+def test_each_hosts_gpu_memory_budget_and_the_hosts_over_it():
+    raw = {"rollout_groups": ["triton_wave_1"], "gpu_budget": budget_rows(),
+           "hosts": [serving("gpu-1"), serving("gpu-2"), serving("cpu-1"), serving("cpu-2")]}
+    report = fleet_report.build(raw, ["inv/prod"])
+    hosts = dict((h["host"], h) for h in report["hosts"])
+    assert [r["line"] for r in hosts["gpu-1"]["gpu_budget"]] == [
+        "GPU 0 (Tesla T4): peak 14,400 of 13,824 MiB available (15,360 less 1,536 headroom): over by 576 MiB",
+        "host memory: peak 1,200 MiB, capacity unknown; footprint unknown: alert_classifier v1 (2 instances)"]
+    assert [(r["device"], r["fits"]) for r in hosts["gpu-2"]["gpu_budget"]] == [("GPU 0", True), ("host memory", None)]
+    assert hosts["cpu-1"]["gpu_budget"][0]["line"] == "host memory: peak 1,200 of 3,686 MiB available (4,096 less 410 headroom)"
+    assert hosts["cpu-2"]["gpu_budget"] == []  # no footprint declared for it
+    # over budget needs a person: the validation play says what to change and refuses the next rollout
+    (entry,) = report["exceptions"]
+    assert (entry["kind"], entry["hosts"], entry["command"]) == ("gpu-budget", ["gpu-1"], "ansible-playbook -i inv/prod aiops.triton.validate")
+    assert entry["reason"] == hosts["gpu-1"]["gpu_budget"][0]["line"]
+    assert "attention" in hosts["gpu-1"]["states"] and "attention" not in hosts["gpu-2"]["states"]
+    page = fleet_report.render_html(report)
+    assert "<th>GPU memory budget</th>" in page
+    assert ('<td class="bad">GPU 0 (Tesla T4): peak 14,400 of 13,824 MiB available (15,360 less 1,536 headroom): over by 576 MiB; '
+            'host memory: peak 1,200 MiB, capacity unknown; footprint unknown: alert_classifier v1 (2 instances)</td>') in page
+    assert "<td>no footprint declared</td>" in page
+
+
+def test_a_raw_file_without_the_budget_says_not_computed():
+    report = fleet_report.build({"rollout_groups": ["triton_wave_1"], "hosts": [serving("cpu-1")]})
+    assert report["hosts"][0]["gpu_budget"] is None and report["exceptions"] == []
+    assert "<td>not computed</td>" in fleet_report.render_html(report)

@@ -230,3 +230,45 @@ def test_a_release_the_table_lacks_still_judges_the_plans_architecture():
     assert report["hosts"][0]["status"] == "refused" and len(report["refusals"]) == 1
     assert report["lines"][0].startswith("gpu-1: refused; not checked: Triton 23.05 (nvidia/tritonserver:23.05-py3) is not in the "
                                          "compatibility table")
+
+
+def test_budget_honours_each_hosts_stage_candidates_switch():
+    """Eight one-instance models: staging them all at once is the peak; a host that stages none adds one reload."""
+    many = dict(("m%d" % i, {"config": dict(ONNX, name="m%d" % i, instance_group=[{"count": 1, "kind": "KIND_GPU"}]),
+                             "footprint": {"gpu_mib": 1000, "host_mib": 10}}) for i in range(8))
+    t4 = [{"name": "Tesla T4", "memory_mib": 16384}]
+
+    def hv(**values):
+        return host(["m%d" % i for i in range(8)], triton_gpus=t4, triton_models_catalog=many, **values)
+    hostvars = {"gpu-1": hv(), "gpu-2": hv(triton_models_stage_candidates=False), "gpu-3": hv(triton_models_stage_candidates="no"),
+                "gpu-4": hv(triton_models_stage_candidates="sometimes")}
+    budget = gpu_fit.gpu_memory_budget(hostvars, groups(hostvars))
+    peaks = dict((r["host"], (r["stage_candidates"], r["peak_mib"])) for r in budget["rows"] if r["device"] == "GPU 0")
+    assert peaks == {"gpu-1": (True, 16000), "gpu-2": (False, 9000), "gpu-3": (False, 9000), "gpu-4": (True, 16000)}
+    assert [r.split(":")[0] for r in budget["refusals"]] == ["gpu-1 GPU 0 (Tesla T4)", "gpu-4 GPU 0 (Tesla T4)"]
+    assert budget["problems"] == ["host gpu-4: triton_models_stage_candidates must be true or false, got 'sometimes'"]
+
+
+def test_budget_reads_the_gpu_facts_a_caller_passes_before_triton_gpus():
+    fp = {"footprint": {2: {"gpu_mib": 30000, "host_mib": 500}}}
+    hostvars = {"gpu-1": host(triton_gpus=[{"name": "NVIDIA L4", "memory_mib": 23034}], triton_models_catalog=catalog(anomaly_detector=fp))}
+    budget = gpu_fit.gpu_memory_budget(hostvars, groups(hostvars), gpu_facts={"gpu-1": facts("written_h100x2_535.csv"), "gone": None})
+    assert [(r["device"], r["name"], r["capacity_mib"], r["fits"]) for r in budget["rows"]] == [
+        ("GPU 0", "NVIDIA H100 80GB HBM3", 81559, False), ("GPU 1", "NVIDIA H100 80GB HBM3", 81559, True),
+        ("host memory", None, None, None)]
+    assert gpu_fit.gpu_memory_budget(hostvars, groups(hostvars), gpu_facts={"gpu-1": None})["rows"][0]["name"] == "NVIDIA L4"
+
+
+def test_a_plan_is_judged_by_the_compute_capability_nvidia_smi_reports_for_a_gpu_the_name_table_lacks():
+    rtx = facts("written_rtx3090_noecc_535.csv")  # NVIDIA GeForce RTX 3090: not in the name table
+    plan = catalog(detector={"tensorrt": {"compute_capability": "8.9"}})
+    unknown = host(["detector"], triton_server_gpu_info=rtx, triton_models_catalog=plan)
+    report = gpu_fit.gpu_compat_report({"gpu-1": unknown}, groups({"gpu-1": unknown}))
+    assert report["refusals"] == [] and "compute capability of GPU 0 NVIDIA GeForce RTX 3090 unknown" in report["not_checked"][-1]
+    # nvidia_gpu_info with compute_cap read (a driver from R510 on)
+    rtx["gpus"][0].update(compute_capability=smi.parse_compute_cap(open(os.path.join(RECORDINGS, "written_compute_cap_rtx3090_535.csv")).read())[0],
+                          compute_capability_source="nvidia-smi")
+    known = host(["detector"], triton_server_gpu_info=rtx, triton_models_catalog=plan)
+    (text,) = gpu_fit.gpu_compat_refusals({"gpu-1": known}, groups({"gpu-1": known}))
+    assert text.startswith("gpu-1 (GPU 0 NVIDIA GeForce RTX 3090, compute capability 8.6): model detector version 2 is a TensorRT "
+                           "plan built for compute capability 8.9")

@@ -50,6 +50,7 @@ def documented(help_text):
 
 def test_the_module_queries_fields_the_real_binary_documents():
     assert set(smi.QUERY_FIELDS) <= documented(read(SMI, REAL % "help_query_gpu"))
+    assert set(smi.COMPUTE_CAP_FIELDS) <= documented(read(SMI, REAL % "help_query_gpu"))
     assert set(smi.COMPUTE_APPS_FIELDS) <= documented(read(SMI, REAL % "help_query_compute_apps"))
 
 
@@ -79,6 +80,14 @@ def test_written_compute_apps_rows_have_the_real_columns(name):
     for row in read(SMI, name).splitlines():
         pid, process, memory, uuid = row.split(", ")
         assert pid.isdigit() and process.startswith("/") and memory.isdigit() and re.fullmatch(UUID, uuid), row
+
+
+@pytest.mark.parametrize("name", ["written_compute_cap_h100x8_535.csv", "written_compute_cap_rtx3090_535.csv"])
+def test_written_compute_cap_rows_are_what_the_real_help_documents(name):
+    # the help: "compute_cap" is "The CUDA Compute Capability, represented as Major DOT Minor"
+    assert 'The CUDA Compute Capability, represented as Major DOT Minor.' in read(SMI, REAL % "help_query_gpu")
+    for row in read(SMI, name).splitlines():
+        assert re.fullmatch(r"[0-9]+, [0-9]+\.[0-9]", row), row
 
 
 @pytest.mark.parametrize("written, real", [("written_no_driver.txt", "no_driver"), ("written_no_devices.txt", "no_devices")])

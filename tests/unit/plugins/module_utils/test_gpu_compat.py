@@ -247,10 +247,24 @@ def test_an_untagged_plan_or_an_unknown_gpu_is_not_checked():
 def test_host_gpus_from_facts_before_the_inventory():
     facts = {"gpus": [{"index": 0, "name": "Tesla T4", "memory_total_mib": 15360, "driver_version": "535.261.03"}]}
     gpus, source, problems = gc.host_gpus(facts, [{"name": "NVIDIA A10", "memory_mib": 23028}])
-    assert (gpus, source, problems) == ([{"index": 0, "name": "Tesla T4", "memory_mib": 15360, "compute_capability": "7.5"}],
-                                        "GPU facts", [])
+    assert (gpus, source, problems) == ([{"index": 0, "name": "Tesla T4", "memory_mib": 15360, "compute_capability": "7.5",
+                                          "compute_capability_source": "name"}], "GPU facts", [])
     gpus, source, problems = gc.host_gpus({"gpus": []}, [{"name": "NVIDIA A10", "memory_mib": 23028}])
     assert source == "triton_gpus" and gpus[0]["compute_capability"] == "8.6" and problems == []
+    assert gpus[0]["compute_capability_source"] == "name"
+
+
+def test_host_gpus_take_the_compute_capability_nvidia_gpu_info_read_and_say_where_from():
+    facts = {"gpus": [{"index": 0, "name": "NVIDIA GeForce RTX 3090", "compute_capability": "8.6", "compute_capability_source": "nvidia-smi"},
+                      {"index": 1, "name": "NVIDIA GeForce RTX 3090", "compute_capability": None, "compute_capability_source": None},
+                      {"index": 2, "name": "Tesla T4", "compute_capability": "7.5", "compute_capability_source": "name"}]}
+    gpus = gc.host_gpus(facts, None)[0]
+    assert [(g["compute_capability"], g["compute_capability_source"]) for g in gpus] == [("8.6", "nvidia-smi"), (None, None), ("7.5", "name")]
+    declared = gc.host_gpus(None, [{"name": "Custom Board", "compute_capability": "sm_89"}, {"name": "Custom Board"}])[0]
+    assert [(g["compute_capability"], g["compute_capability_source"]) for g in declared] == [("8.9", "triton_gpus"), (None, None)]
+    # what neither nvidia-smi (before R510) nor the name says, triton_gpus may, for the GPU of the same index
+    gpus = gc.host_gpus(facts, [{"index": 1, "name": "NVIDIA GeForce RTX 3090", "compute_capability": "8.6"}])[0]
+    assert [(g["compute_capability"], g["compute_capability_source"]) for g in gpus] == [("8.6", "nvidia-smi"), ("8.6", "triton_gpus"), ("7.5", "name")]
 
 
 def test_host_gpus_declared_wrong_are_problems():

@@ -217,3 +217,19 @@ def test_scan_pci_on_written_hosts(tmp_path):
 ])
 def test_host_kind(gpu_count, pci_gpus, kind):
     assert smi.host_kind(gpu_count, pci_gpus) == kind
+
+
+def test_compute_cap_command_and_parse():
+    # written out, not built from COMPUTE_CAP_FIELDS
+    assert smi.compute_cap_command("/usr/bin/nvidia-smi") == ["/usr/bin/nvidia-smi", "--query-gpu=index,compute_cap",
+                                                              "--format=csv,noheader,nounits"]
+    assert smi.parse_compute_cap(recording("written_compute_cap_h100x8_535.csv")) == dict((i, "9.0") for i in range(8))
+    assert smi.parse_compute_cap("0, 8.6\n1, [N/A]\n\n") == {0: "8.6"}
+    assert smi.parse_compute_cap("") == {}
+
+
+@pytest.mark.parametrize("text", ["written_compute_cap_not_a_field_470.txt", "0, sm_86\n", "0\n"])
+def test_compute_cap_output_that_is_not_rows_is_an_error(text):
+    body = recording(text) if text.startswith("written_") else text
+    with pytest.raises(smi.NvidiaSmiError, match="compute_cap query"):
+        smi.parse_compute_cap(body)

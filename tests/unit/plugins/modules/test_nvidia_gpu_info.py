@@ -29,8 +29,11 @@ def host(monkeypatch, tmp_path):
     monkeypatch.setattr(smi, "PCI_DEVICES_PATH", str(tmp_path / "pci"))
     monkeypatch.setenv("NVIDIA_SMI_DOUBLE_LOG", str(tmp_path / "calls.log"))
 
-    def configure(query, banner="written_h100x8_535.banner.txt", rc=0, proc_version=None):
+    def configure(query, banner="written_h100x8_535.banner.txt", rc=0, proc_version=None, compute_cap=None, compute_cap_rc=0):
         monkeypatch.setenv("NVIDIA_SMI_DOUBLE_QUERY", os.path.join(RECORDINGS, query))
+        if compute_cap:
+            monkeypatch.setenv("NVIDIA_SMI_DOUBLE_COMPUTE_CAP", os.path.join(RECORDINGS, compute_cap))
+            monkeypatch.setenv("NVIDIA_SMI_DOUBLE_COMPUTE_CAP_RC", str(compute_cap_rc))
         monkeypatch.setenv("NVIDIA_SMI_DOUBLE_BANNER", os.path.join(RECORDINGS, banner))
         monkeypatch.setenv("NVIDIA_SMI_DOUBLE_RC", str(rc))
         if proc_version:
@@ -42,7 +45,8 @@ def host(monkeypatch, tmp_path):
 
 
 def test_h100_host_reports_gpus_and_versions(capsys, host):
-    tmp = host("written_h100x8_535.csv", proc_version="written_proc_version_proprietary_535.txt")
+    tmp = host("written_h100x8_535.csv", proc_version="written_proc_version_proprietary_535.txt",
+               compute_cap="written_compute_cap_h100x8_535.csv")
     result = run_module(capsys, nvidia_smi_path=DOUBLE, expected_driver_version="535.154.05", expected_gpu_count=8)
     assert result["changed"] is False
     assert result["status"] == "ok"
@@ -54,11 +58,34 @@ def test_h100_host_reports_gpus_and_versions(capsys, host):
     assert result["problems"] == []
     assert result["message"] == "8 GPU(s), driver 535.154.05, CUDA 12.2"
     assert result["host_kind"] == "gpu" and result["nvidia_smi_output"] is None
+    assert [(g["compute_capability"], g["compute_capability_source"]) for g in result["gpus"]] == [("9.0", "nvidia-smi")] * 8
+    assert result["compute_cap_error"] is None
     calls = (tmp / "calls.log").read_text().splitlines()
     # written out, not built with the module's own query_command()
     assert calls == ["--query-gpu=index,uuid,name,pci.bus_id,memory.total,memory.used,driver_version,persistence_mode,"
                      "mig.mode.current,mig.mode.pending,ecc.mode.current,ecc.errors.corrected.volatile.total,"
-                     "ecc.errors.uncorrected.volatile.total,ecc.errors.uncorrected.aggregate.total --format=csv,nounits", ""]
+                     "ecc.errors.uncorrected.volatile.total,ecc.errors.uncorrected.aggregate.total --format=csv,nounits",
+                     "--query-gpu=index,compute_cap --format=csv,noheader,nounits", ""]
+
+
+def test_compute_capability_nvidia_smi_reports_is_used_for_a_gpu_the_name_table_lacks(capsys, host):
+    host("written_rtx3090_noecc_535.csv", compute_cap="written_compute_cap_rtx3090_535.csv")
+    (gpu,) = run_module(capsys, nvidia_smi_path=DOUBLE)["gpus"]
+    assert (gpu["name"], gpu["compute_capability"], gpu["compute_capability_source"]) == ("NVIDIA GeForce RTX 3090", "8.6", "nvidia-smi")
+
+
+@pytest.mark.parametrize("query, capability, source", [
+    ("written_t4_535_nopersist.csv", "7.5", "name"),  # Tesla T4: in the name table
+    ("written_rtx3090_noecc_535.csv", None, None),  # not in it: unknown, never guessed
+])
+def test_an_nvidia_smi_without_compute_cap_falls_back_to_the_name_and_says_so(capsys, host, query, capability, source):
+    # a driver before R510 refuses the field (rc 2); the GPU list itself was read by the first query
+    host(query, compute_cap="written_compute_cap_not_a_field_470.txt", compute_cap_rc=2)
+    result = run_module(capsys, nvidia_smi_path=DOUBLE)
+    assert result["status"] == "ok" and "failed" not in result
+    (gpu,) = result["gpus"]
+    assert (gpu["compute_capability"], gpu["compute_capability_source"]) == (capability, source)
+    assert result["compute_cap_error"] == 'Field "compute_cap" is not a valid field to query.'
 
 
 def test_mismatches_are_reported_not_failed(capsys, host):
