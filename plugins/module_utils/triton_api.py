@@ -32,12 +32,14 @@ CONNECTION_ARGSPEC = dict(
 class TritonApiError(Exception):
     """Triton answered with an error, or could not be reached.
 
-    ``status`` is the HTTP status (``None`` when no answer came back).
+    ``status`` is the HTTP status (``None`` when no answer came back); ``cause`` the answer or the reason in a
+    few words (``HTTP 400: ...``, ``Connection refused``), without the URL and errno a message quoting it repeats.
     """
 
-    def __init__(self, message, status=None):
+    def __init__(self, message, status=None, cause=None):
         super(TritonApiError, self).__init__(message)
         self.status = status
+        self.cause = cause or message
 
 
 class TritonClient(object):
@@ -72,10 +74,12 @@ class TritonClient(object):
         except HTTPError as exc:
             payload = _decode(exc.read())
             text = payload.get("error") if isinstance(payload, dict) else None
-            raise TritonApiError("%s %s: HTTP %s: %s" % (method, path, exc.code, text or exc.reason), status=exc.code)
+            cause = "HTTP %s: %s" % (exc.code, text or exc.reason)
+            raise TritonApiError("%s %s: %s" % (method, path, cause), status=exc.code, cause=cause)
         except (URLError, socket.timeout, socket.error) as exc:
             reason = getattr(exc, "reason", exc)
-            raise TritonApiError("cannot reach Triton at %s (%s %s): %s" % (self.url, method, path, reason))
+            raise TritonApiError("cannot reach Triton at %s (%s %s): %s" % (self.url, method, path, reason),
+                                 cause=getattr(reason, "strerror", None) or str(reason))
 
     def _probe(self, path):
         """True when GET ``path`` answers 200, False on any other answer."""
