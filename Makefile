@@ -103,7 +103,7 @@ lab: lab-up publish-models site
 
 ## --- tests ----------------------------------------------------------------------------------------
 test: setup lab-services publish-models
-	$(STAGE) --pytest unit          pytest -q -p no:cacheprovider -m "not integration" tests
+	$(STAGE) --pytest unit          pytest -q -p no:cacheprovider -n 2 -m "not integration" tests
 	$(STAGE) model-cards   $(PY) tools/check_model_cards.py
 	$(STAGE) lint          $(MAKE) --no-print-directory lint
 	$(STAGE) sanity        tools/sanity.sh
