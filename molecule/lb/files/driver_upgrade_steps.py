@@ -65,8 +65,13 @@ def run(step, check, results, args, flag, pins_now, gpu_vars, skip):
         entry["state"] = host_state()
         verdict("no NVIDIA GPU is on this host" in proc.stdout + proc.stderr and not entry["state"]["versions"],
                 "i: nvidia_driver_require_gpu did not refuse roll-4 before installing: %s" % entry["state"]["versions"])
-        entry, _proc = step("i_driver_install", "playbooks/gpu_stack.yml", True, extra=["--limit", HOST],
-                            servers_extra=dict(flag, nvidia_driver_version=PINNED, **DRIVER), **same)
+        entry, proc = step("i_driver_install", "playbooks/gpu_stack.yml", True, extra=["--limit", HOST],
+                           servers_extra=dict(flag, nvidia_driver_version=PINNED, **DRIVER), **same)
+        # DKMS reported for the running kernel: no headers in a container, so no module built for it
+        kernel = podman("exec", HOST, "uname", "-r").stdout.strip()
+        said = re.search(r"No NVIDIA DKMS module for kernel\(s\): [^.\"]*\b%s\b" % re.escape(kernel), proc.stdout)
+        entry["dkms_report"] = said.group(0) if said else None
+        verdict(said is not None, "i: the DKMS report does not name the running kernel %s as without a module" % kernel)
         entry["state"] = state = host_state()
         verdict(sorted(state["versions"]) == sorted(PACKAGES)
                 and all(v.startswith(PINNED + "-") for v in state["versions"].values()),

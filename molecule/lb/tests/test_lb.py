@@ -264,6 +264,10 @@ def test_the_driver_pin_holds_an_exact_version_although_a_newer_one_exists(resul
     assert [v for v in install["state"]["offered"] if v != "535.261.03"]  # a newer 535 is offered, not chosen
 
 
+def test_the_dkms_report_names_the_running_kernel_without_a_module(results):
+    assert results["steps"]["i_driver_install"]["dkms_report"].startswith("No NVIDIA DKMS module for kernel(s): ")
+
+
 def test_the_driver_sources_blacklist_and_persistence_daemon(results):
     files = results["steps"]["i_driver_install"]["snapshot"]
     assert "Components: contrib non-free non-free-firmware" in files["sources"]
