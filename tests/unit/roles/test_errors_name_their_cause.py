@@ -124,6 +124,9 @@ def test_undrain_names_a_unit_that_does_not_run_at_once(tmp_path, unit_state, wo
     assert "journalctl -u tritonserver.service" in message, message
     assert "ansible-playbook playbooks/triton_server.yml --limit t1" in message, message
     assert "playbooks/undrain.yml --limit t1" in message, message
+    # starting a crash-looping unit again fixes nothing: the advice is to fix what Triton refuses
+    crash_loop = "auto-restart" in unit_state
+    assert ("Fix what Triton refuses" in message) == crash_loop and ("systemctl start" in message) != crash_loop, message
     assert "Errno" not in message, message
     assert "undrain" not in calls, "the load balancer was asked to put back a host whose Triton does not run"
     shows = (tmp_path / "systemctl.log").read_text().splitlines()
