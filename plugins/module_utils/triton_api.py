@@ -109,6 +109,10 @@ class TritonClient(object):
     def model_config(self, name, version=None):
         return self.request("GET", _model_path(name, version) + "/config")[1]
 
+    def model_statistics(self, name, version=None):
+        """GET /v2/models/<name>[/versions/<v>]/stats: ``{"model_stats": [...]}``."""
+        return self.request("GET", _model_path(name, version) + "/stats")[1] or {}
+
     # -- repository API (restricted by the admin key on our hosts) ------------------
     def repository_index(self, ready_only=False):
         """List of ``{name, version, state, reason}`` for every model Triton knows."""

@@ -227,3 +227,38 @@ def test_triton_verify_module_passes_the_shipped_golden_cases(ops_triton, built_
     ran = {(m["name"], v["version"], c["protocol"]) for m in result["models"] for v in m["versions"] for c in v["cases"] if c["passed"]}
     assert {(m, v, p) for m, v in VERSIONS for p in ("http", "grpc")} <= ran
     assert all(m["passed"] for m in result["models"])
+
+
+def _vmrss_kib(pid):
+    with open("/proc/%d/status" % pid) as handle:
+        return int(next(line for line in handle if line.startswith("VmRSS:")).split()[1])
+
+
+def test_triton_footprint_measures_the_python_backend_stubs(ops_triton, built_repository):
+    """Each python-backend version's host memory is the RSS of its own stubs; no nvidia-smi here, so no GPU figure."""
+    result = run_module("triton_footprint", {
+        "url": ops_triton.http_url, "pid": ops_triton.pid,
+        "models": [{"name": "alert_classifier"}, {"name": "metric_forecaster", "versions": [1, 2]},
+                   {"name": "ops_pipeline", "versions": [1]}]}, check_mode=True)
+    assert result.get("failed") is not True, result.get("msg")
+    assert result["changed"] is False and result["server_pid"] == ops_triton.pid
+    got = dict(((m["name"], m["version"]), m) for m in result["models"])
+    assert sorted(got) == [("alert_classifier", 1), ("metric_forecaster", 1), ("metric_forecaster", 2), ("ops_pipeline", 1)]
+    for (name, version), instances in ((("alert_classifier", 1), 2), (("metric_forecaster", 1), 1), (("metric_forecaster", 2), 1)):
+        entry = got[(name, version)]
+        assert entry["instances"] == instances, entry
+        assert entry["gpu_mib"] is None and entry["footprint"]["gpu_mib"] is None
+        assert entry["unknown"] == ["GPU memory: nvidia-smi not installed"], entry
+        assert entry["triton_memory_usage"] == []  # Triton 2.51's python backend reports none
+        model_file = os.path.join(built_repository, name, str(version), "model.py")
+        for instance in entry["per_instance"]:
+            with open("/proc/%d/cmdline" % instance["pid"], "rb") as handle:
+                argv = handle.read().decode().split("\0")
+            assert os.path.basename(argv[0]) == "triton_python_backend_stub" and argv[1] == model_file, argv
+            assert instance["instance"].startswith(name + "_")
+            assert abs(instance["rss_kib"] - _vmrss_kib(instance["pid"])) <= 0.05 * instance["rss_kib"], instance
+        rss = [i["rss_kib"] for i in entry["per_instance"]]
+        assert entry["host_mib"] > 0 and entry["host_mib"] == -(-sum(rss) // 1024)
+        assert entry["footprint"]["host_mib"] == -(-max(rss) // 1024) and entry["footprint"]["source"] == "triton_footprint"
+    assert len({i["pid"] for m in result["models"] for i in m["per_instance"]}) == 4
+    assert got[("ops_pipeline", 1)]["instances"] == 0 and got[("ops_pipeline", 1)]["host_mib"] is None

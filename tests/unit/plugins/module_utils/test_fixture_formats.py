@@ -29,7 +29,8 @@ BACKEND = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles
 REAL = "recorded_real_535.261.03_%s.txt"
 WRITTEN_WITH_HEADER = ["written_h100x8_535.csv", "written_h100x2_535.csv", "written_a100x2_mig_535.csv",
                        "written_t4_535_nopersist.csv", "written_rtx3090_noecc_535.csv"]
-WRITTEN_APPS = ["written_compute_apps_h100_onnx_on_gpu0.csv", "written_compute_apps_h100_triton_pool_only.csv"]
+WRITTEN_APPS = ["written_compute_apps_h100_onnx_on_gpu0.csv", "written_compute_apps_h100_triton_pool_only.csv",
+                "written_compute_apps_h100_python_stubs.csv"]
 UUID = r"GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
 
