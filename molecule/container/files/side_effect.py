@@ -1,6 +1,10 @@
 """The container method under change: a hot model update, a broken version rolled back, kill -9.
 
 Run from side_effect.yml on the controller against the scenario's inventory:
+  0. first, as converged: the role's shipped default, triton_server_container_key_file_args: false (the key in
+     Triton's argv, as NVIDIA's image needs it; the scenario converges with it): what `nobody` on the host sees
+     in /proc, ps, podman inspect, systemctl and the journal holds no key, while root's ps does (the key is
+     there, hidepid hides it);
   1. anomaly_detector 1 -> 2 (and ops_pipeline, which needs 2) with playbooks/model_upgrade.yml: rc 0,
      the host serves exactly the new pins, and the same container kept running (a hot update);
   2. the broken anomaly_detector 3 (prepare.yml published it): the run fails verification of v3's golden
@@ -8,10 +12,8 @@ Run from side_effect.yml on the controller against the scenario's inventory:
      again, same container;
   3. kill -9 of the container's main process on the host: systemd restarts the unit, a new container
      serves the same models, inference answers;
-  4. the role's shipped default, triton_server_container_key_file_args: false (the key in Triton's argv, as
-     NVIDIA's image needs it): what `nobody` on the host sees in /proc, ps, podman inspect, systemctl and
-     the journal holds no key, while root's ps does (the key is there, hidepid hides it); then the
-     scenario's own setting is restored.
+  4. last, triton_server.yml with key_file_args true (the lab image reads the key from a file): the setting
+     changed on a live host, the key leaves Triton's argv (verify checks every view of it).
 Writes what it saw to --results and exits non-zero on the first broken promise.
 """
 
@@ -149,6 +151,28 @@ def main():
     before = container()
     check(before["running"], "no running tritonserver container after converge")
 
+    # as converged, with the shipped default (key_file_args false): the key is in Triton's argv
+    key = os.environ["AIOPS_LAB_TRITON_API_KEY"]
+    shipped = results["shipped_default"] = {"ready": wait_ready(ip)}
+    check(shipped["ready"], "not ready after converge with the shipped default (key_file_args false)")
+    views = dict((name, as_nobody(command)) for name, command in NOBODY_VIEWS.items())
+    shipped["nobody_views"] = dict((name, scenario_checks.view_outcome(out.returncode, out.stdout + out.stderr))
+                                   for name, out in views.items())
+    shipped["nobody_failed"] = sorted(name for name, outcome in shipped["nobody_views"].items()
+                                      if outcome == "broken" or (name in NOBODY_MUST_SHOW and outcome != "shown"))
+    views = dict((name, out.stdout + out.stderr) for name, out in views.items())
+    shipped["nobody_sees_key"] = scenario_checks.nobody_sees(views, key)
+    shipped["nobody_ps_lines"] = len(views["ps"].splitlines())
+    shipped["proc_mount"] = on_host("findmnt", "-no", "OPTIONS", "/proc").stdout.strip()
+    # positive controls: the key is in argv (root sees it) and nobody's views ran and list its own processes
+    shipped["root_ps_has_key"] = key in on_host("ps", "-eo", "args").stdout
+    shipped["root_inspect_has_key"] = key in on_host("podman", "inspect", "tritonserver").stdout
+    shipped["root_journal_has_key"] = key in on_host("journalctl", "--no-pager", "-u", "tritonserver.service").stdout
+    check(shipped["nobody_failed"] == [], "as nobody these views failed to run: %s" % shipped["nobody_failed"])
+    check(shipped["root_ps_has_key"], "the shipped default did not put the key in argv: the check below would prove nothing")
+    check("ps -eo args" in views["ps"], "nobody's ps did not even list itself: %s" % views["ps"][:500])
+    check(shipped["nobody_sees_key"] == [], "with the shipped default, nobody reads the key in %s" % shipped["nobody_sees_key"])
+
     started = time.time()
     rc, log = upgrade(args.inventory, workdir, "hot_update", [2])
     results["hot_update"] = {"rc": rc, "seconds": round(time.time() - started, 1), "serving": serving(ip),
@@ -195,34 +219,15 @@ def main():
     check(results["kill"]["n_restarts"] == 1, "systemd restarted the unit %d times" % results["kill"]["n_restarts"])
     check(results["kill"]["serving"].get("anomaly_detector") == [2], "after restart: %s" % results["kill"]["serving"])
 
-    key = os.environ["AIOPS_LAB_TRITON_API_KEY"]
-    rc, log = playbook(args.inventory, workdir, "shipped_default", "playbooks/triton_server.yml",
-                       {"triton_server_container_key_file_args": False})
-    shipped = results["shipped_default"] = {"rc": rc, "ready": wait_ready(ip)}
-    check(rc == 0 and shipped["ready"], "the shipped default (key_file_args false): rc=%s, ready %s (log %s)"
-          % (rc, shipped["ready"], log))
-    views = dict((name, as_nobody(command)) for name, command in NOBODY_VIEWS.items())
-    shipped["nobody_views"] = dict((name, scenario_checks.view_outcome(out.returncode, out.stdout + out.stderr))
-                                   for name, out in views.items())
-    shipped["nobody_failed"] = sorted(name for name, outcome in shipped["nobody_views"].items()
-                                      if outcome == "broken" or (name in NOBODY_MUST_SHOW and outcome != "shown"))
-    views = dict((name, out.stdout + out.stderr) for name, out in views.items())
-    shipped["nobody_sees_key"] = scenario_checks.nobody_sees(views, key)
-    shipped["nobody_ps_lines"] = len(views["ps"].splitlines())
-    shipped["proc_mount"] = on_host("findmnt", "-no", "OPTIONS", "/proc").stdout.strip()
-    # positive controls: the key is in argv (root sees it) and nobody's views ran and list its own processes
-    shipped["root_ps_has_key"] = key in on_host("ps", "-eo", "args").stdout
-    shipped["root_inspect_has_key"] = key in on_host("podman", "inspect", "tritonserver").stdout
-    shipped["root_journal_has_key"] = key in on_host("journalctl", "--no-pager", "-u", "tritonserver.service").stdout
-    check(shipped["nobody_failed"] == [], "as nobody these views failed to run: %s" % shipped["nobody_failed"])
-    check(shipped["root_ps_has_key"], "the shipped default did not put the key in argv: the check below would prove nothing")
-    check("ps -eo args" in views["ps"], "nobody's ps did not even list itself: %s" % views["ps"][:500])
-    check(shipped["nobody_sees_key"] == [], "with the shipped default, nobody reads the key in %s" % shipped["nobody_sees_key"])
-    rc, log = playbook(args.inventory, workdir, "restore_key_file_args", "playbooks/triton_server.yml", {})
-    results["restored"] = {"rc": rc, "ready": wait_ready(ip)}
-    check(rc == 0 and results["restored"]["ready"], "restoring key_file_args true: rc=%s (log %s)" % (rc, log))
-    results["restored"]["serving"] = serving(ip)
-    check(results["restored"]["serving"].get("anomaly_detector") == [2], "after the restore: %s" % results["restored"]["serving"])
+    # the setting changed on the live host: the key leaves Triton's argv (verify reads every view of it)
+    rc, log = playbook(args.inventory, workdir, "key_file_args_on", "playbooks/triton_server.yml",
+                       {"triton_server_container_key_file_args": True})
+    switched = results["key_file_args_on"] = {"rc": rc, "ready": wait_ready(ip)}
+    check(rc == 0 and switched["ready"], "switching key_file_args to true: rc=%s (log %s)" % (rc, log))
+    switched["serving"] = serving(ip)
+    switched["root_ps_has_key"] = key in on_host("ps", "-eo", "args").stdout
+    check(switched["serving"].get("anomaly_detector") == [2], "after the switch: %s" % switched["serving"])
+    check(not switched["root_ps_has_key"], "key_file_args true left the key in Triton's argv")
     print(json.dumps(results, indent=2))
 
 
