@@ -277,19 +277,49 @@ def _stage_candidates(hostvars, host, problems):
         return True
 
 
-def gpu_memory_budget(hostvars, groups, headroom=None, candidates=None, gpu_facts=None):
-    """Each Triton host's GPU and host memory budget: {rows, refusals, unknown, lines, declared, problems}.
+def _footprint_lines(specs, measured):
+    """One line per model version and where its footprint comes from (declared, measured, unknown), hosts grouped."""
+    seen = {}
+    for host in sorted(specs):
+        for model in specs[host]["models"]:
+            for version, source in sorted((model.get("footprint_sources") or {}).items(), key=lambda i: int(i[0])):
+                each = gpu_budget.footprint(model["footprint"], version)
+                text = "%s v%s: %s" % (model["name"], version, source)
+                if source != "unknown":
+                    text += " (per instance: GPU %s, host %s" % tuple(
+                        "?" if each[k] is None else gpu_budget.mib(each[k]) for k in gpu_budget.FOOTPRINT_KEYS)
+                    where = (((measured or {}).get(host) or {}).get(model["name"]) or {}).get(str(version)) or {}
+                    if source == "measured" and where.get("location"):
+                        text += "; %s, on %s at %s" % (where["location"], where.get("host") or "?",
+                                                       where.get("measured") or "?")
+                    text += ")"
+                seen.setdefault(text, []).append(host)
+    return ["footprint %s: %s" % (text, ", ".join(hosts)) for text, hosts in sorted(seen.items())]
+
+
+def gpu_memory_budget(hostvars, groups, headroom=None, candidates=None, gpu_facts=None, measured=None):
+    """Each Triton host's GPU and host memory budget: {rows, refusals, unknown, lines, declared, measured, problems}.
 
     ``gpu_facts``: host -> nvidia_gpu_info result read by this run (playbooks/verify.yml), before triton_server_gpu_info.
+    ``measured``: host -> model -> version -> footprint recorded in S3 (the aiops.triton.model_footprints lookup's
+    ``footprints``); counted where the inventory declares none for that version.
     """
     if not isinstance(groups, dict):
         raise AnsibleFilterError("gpu_memory_budget: groups must be a mapping (Ansible's groups), got %s" % type(groups).__name__)
-    specs, problems, cache, declared = {}, [], {}, False
+    specs, problems, cache, declared, was_measured = {}, [], {}, False, False
     for host in _servers(groups):
         gpus, source, gpu_problems = _gpus(hostvars, host, (gpu_facts or {}).get(host))
         problems.extend("host %s: %s" % (host, p) for p in gpu_problems)
         models = _desired(hostvars, host, cache)
         declared = declared or any(m.get("footprint") not in (None, {}) for m in models)
+        mine = (measured or {}).get(host) or {}
+        try:
+            models = [gpu_budget.merge_footprints(m, dict((str(v), f.get("footprint", f)) for v, f in (mine.get(m["name"]) or {}).items()))
+                      for m in models]
+        except (gpu_budget.BudgetError, TypeError, ValueError, AttributeError) as exc:
+            problems.append("host %s: %s" % (host, exc))
+            continue
+        was_measured = was_measured or any("measured" in (m.get("footprint_sources") or {}).values() for m in models)
         memory = _get(hostvars, host, "triton_host_memory_mib", (_get(hostvars, host, "ansible_facts", {}) or {}).get("memtotal_mb"))
         spec = {"gpus": gpus, "host_memory_mib": memory, "models": models,
                 "headroom": _get(hostvars, host, "triton_gpu_budget_headroom", headroom),
@@ -303,7 +333,10 @@ def gpu_memory_budget(hostvars, groups, headroom=None, candidates=None, gpu_fact
             continue
         specs[host] = spec
     result = gpu_budget.budget(specs, headroom, candidates)
-    result.update({"declared": declared, "problems": problems})
+    result["footprints"] = _footprint_lines(specs, measured)
+    if result["lines"]:
+        result["lines"] = result["lines"] + result["footprints"]
+    result.update({"declared": declared, "measured": was_measured, "problems": problems})
     return result
 
 

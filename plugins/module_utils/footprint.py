@@ -96,6 +96,48 @@ def server_pids(procs):
     return sorted(pid for pid, info in procs.items() if info["comm"] == SERVER_NAME)
 
 
+def url_port(url):
+    """The TCP port an http(s) URL names (80/443 by default); None without a URL."""
+    if not url:
+        return None
+    scheme, _sep, rest = url.partition("://")
+    hostport = rest.split("/", 1)[0].rsplit("@", 1)[-1]
+    if hostport.startswith("["):  # [v6]:port
+        tail = hostport.split("]", 1)[1]
+        port = tail[1:] if tail.startswith(":") else ""
+    else:
+        port = hostport.rpartition(":")[2] if ":" in hostport else ""
+    if port.isdigit():
+        return int(port)
+    return 443 if scheme.lower() == "https" else 80
+
+
+def listening_pids(pids, port, proc=PROC):
+    """Those of ``pids`` that hold a TCP socket listening on ``port`` (IPv4 or IPv6, this network namespace)."""
+    inodes = set()
+    for table in ("tcp", "tcp6"):
+        for line in (_read(os.path.join(proc, "net", table)) or "").splitlines()[1:]:
+            fields = line.split()
+            # sl local_address rem_address st ... inode: st 0A is LISTEN; the port is the local address's hex tail
+            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add("socket:[%s]" % fields[9])
+    found = []
+    for pid in pids:
+        fd_dir = os.path.join(proc, str(pid), "fd")
+        try:
+            fds = os.listdir(fd_dir)
+        except (IOError, OSError):
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(os.path.join(fd_dir, fd)) in inodes:
+                    found.append(pid)
+                    break
+            except (IOError, OSError):
+                continue
+    return found
+
+
 def descendants(procs, root):
     """PIDs below ``root`` (children, their children...)."""
     children = {}

@@ -111,6 +111,29 @@ def footprint(declared, version):
     return result
 
 
+def merge_footprints(model, measured):
+    """``model`` with the footprint the budget counts per version: the inventory's (declared) wins, else one measured
+    on a host and recorded in S3 (``measured``: {version: {gpu_mib, host_mib, ...}}, FOOTPRINT.json), else unknown.
+
+    Adds ``footprint_sources``: {version: "declared" | "measured" | "unknown"}. An unresolved ``latest: N`` (which
+    versions is not known here) and an ensemble (no instances of its own) keep what the inventory declares.
+    """
+    versions = [v for v in model.get("versions") or [] if re.match(r"^[0-9]+$", str(v).strip())]
+    if not versions or (model.get("config") or {}).get("platform") == "ensemble":
+        return model
+    measured = dict((str(k).strip(), v) for k, v in (measured or {}).items())
+    chosen, sources = {}, {}
+    for version in versions:
+        each = footprint(model.get("footprint"), version)
+        if any(each[k] is not None for k in FOOTPRINT_KEYS):
+            chosen[str(version)], sources[str(version)] = each, "declared"
+            continue
+        found = footprint(measured.get(str(version)), version) if measured.get(str(version)) else each
+        known = any(found[k] is not None for k in FOOTPRINT_KEYS)
+        chosen[str(version)], sources[str(version)] = found, "measured" if known else "unknown"
+    return dict(model, footprint=chosen, footprint_sources=sources)
+
+
 def placement(config, gpu_indexes, one_per_group=False):
     """Where Triton puts a model's instances on a host with GPUs ``gpu_indexes``: {"gpu": {index: n}, "cpu": n}.
 
@@ -161,7 +184,9 @@ def _device_load(model, device, gpu_indexes, staged=False):
             unknown.append("%s (%d instance%s)" % (label, count, "" if count == 1 else "s"))
             continue
         mib_total += count * size
-        terms.append("%s %d×%s" % (label, count, mib(size)))
+        # a footprint measured on a host (FOOTPRINT.json) says so; one the inventory declares is the plain case
+        measured = (model.get("footprint_sources") or {}).get(str(version)) == "measured"
+        terms.append("%s %d×%s%s" % (label, count, mib(size), " measured" if measured else ""))
     return mib_total, terms, unknown
 
 

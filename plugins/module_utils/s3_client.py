@@ -28,6 +28,7 @@ except ImportError:
     class ClientError(Exception):
         pass
 
+from ansible_collections.aiops.triton.plugins.module_utils.footprint_record import FOOTPRINT_NAME
 from ansible_collections.aiops.triton.plugins.module_utils.manifest import (
     MANIFEST_NAME,
     ManifestError,
@@ -62,7 +63,7 @@ class RemoteVersion(object):
 
 
 def make_client(endpoint_url=None, region=None, access_key=None, secret_key=None, session_token=None, profile=None,
-                validate_certs=True, ca_bundle=None, checksum_mode="when_required", concurrency=8, timeout=60):
+                validate_certs=True, ca_bundle=None, checksum_mode="when_required", concurrency=8, timeout=60, attempts=3):
     """An S3 client set up for S3-compatible stores.
 
     boto3 >= 1.36 sends CRC checksums on every request and asks for them on every response
@@ -70,7 +71,7 @@ def make_client(endpoint_url=None, region=None, access_key=None, secret_key=None
     default is ``when_required``.  Path-style addressing whenever a custom endpoint is used.
     """
     kwargs = {"signature_version": "s3v4", "max_pool_connections": max(10, concurrency + 2),
-              "retries": {"max_attempts": 3, "mode": "standard"}, "connect_timeout": min(10, timeout),
+              "retries": {"max_attempts": attempts, "mode": "standard"}, "connect_timeout": min(10, timeout),
               "read_timeout": timeout}
     if endpoint_url:
         kwargs["s3"] = {"addressing_style": "path"}
@@ -164,7 +165,8 @@ def _list_version_objects(client, bucket, prefix, model, version):
     try:
         for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=base):
             for obj in page.get("Contents", []):
-                if not obj["Key"].endswith("/"):
+                # FOOTPRINT.json is recorded beside a version after it is published (footprint_record.py): not a file of it
+                if not obj["Key"].endswith("/") and obj["Key"][len(base):] != FOOTPRINT_NAME:
                     objects.append({"path": obj["Key"][len(base):], "size": obj["Size"], "etag": obj.get("ETag", "")})
     except (BotoCoreError, ClientError) as exc:
         raise s3_error(exc, "listing s3://%s/%s" % (bucket, base))

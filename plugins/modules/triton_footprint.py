@@ -62,7 +62,8 @@ options:
   pid:
     description:
       - PID of the tritonserver process.
-      - Default, the C(MainPID) of O(unit), else the one process named C(tritonserver).
+      - Default, the C(MainPID) of O(unit), else the one process named C(tritonserver), else, among several, the one
+        listening on the port of O(url), else the one whose python-backend stubs serve one of O(models).
     type: int
   unit:
     description: The systemd unit whose C(MainPID) is tritonserver, when O(pid) is not given.
@@ -99,6 +100,11 @@ server_pid:
   returned: always
   type: int
   sample: 9796
+triton_version:
+  description: The version Triton reports (C(GET /v2)); null when unreadable.
+  returned: always
+  type: str
+  sample: 2.51.0
 models:
   description: One entry per measured model version.
   returned: always
@@ -159,8 +165,9 @@ from ansible_collections.aiops.triton.plugins.module_utils.triton_api import (
 from ansible_collections.aiops.triton.plugins.module_utils.model_name import ModelNameError, check_model_name
 
 
-def server_pid(module, procs):
-    """(pid, None) of tritonserver: O(pid), the unit's MainPID, else the one process so named; (None, why) otherwise."""
+def server_pid(module, procs, proc=fp.PROC):
+    """(pid, None) of tritonserver: O(pid), the unit's MainPID, else the one process so named, else among several the
+    one listening on O(url)'s port (or running stubs of O(models)); (None, why) otherwise."""
     params = module.params
     if params["pid"]:
         if params["pid"] not in procs:
@@ -172,6 +179,15 @@ def server_pid(module, procs):
         if rc == 0 and out.strip().isdigit() and int(out.strip()) in procs:
             return int(out.strip()), None
     named = fp.server_pids(procs)
+    if len(named) > 1:
+        # several servers (a test machine, a second instance): the one listening where the module talks to Triton,
+        listening = fp.listening_pids(named, fp.url_port(params.get("url")), proc) if params.get("url") else []
+        if len(listening) == 1:
+            return listening[0], None
+        # else the one running stubs of the models asked about
+        wanted = set(m["name"] for m in params.get("models") or [])
+        serving = [pid for pid in named if any(s["model"] in wanted for s in fp.stubs(procs, pid))]
+        named = serving if len(serving) == 1 else named
     if len(named) == 1:
         return named[0], None
     if not named:
@@ -222,6 +238,10 @@ def main():
             except TritonApiError as exc:
                 usage[(spec["name"], int(version))] = None
                 stats_errors[(spec["name"], int(version))] = "Triton's statistics: %s" % exc.cause
+    try:
+        triton_version = (client.server_metadata() or {}).get("version")
+    except TritonApiError:
+        triton_version = None  # kept with a recorded footprint for people to read; the measurement stands without it
     procs = fp.processes()
     pid, why = server_pid(module, procs)
     apps, gpu_reason = gpu_apps(module)
@@ -232,7 +252,7 @@ def main():
             entry["unknown"].append(stats_errors[(entry["name"], entry["version"])])
         if why:
             entry["unknown"].insert(0, why)
-    module.exit_json(changed=False, server_pid=pid, models=results)
+    module.exit_json(changed=False, server_pid=pid, triton_version=triton_version, models=results)
 
 
 if __name__ == "__main__":

@@ -166,8 +166,8 @@ def test_memory_usage_picks_the_version():
 class WrittenModule(object):
     """Just what triton_footprint.server_pid asks of AnsibleModule: params, get_bin_path, run_command."""
 
-    def __init__(self, pid=None, main_pid=None):
-        self.params = {"pid": pid, "unit": "tritonserver.service"}
+    def __init__(self, pid=None, main_pid=None, models=(), url=None):
+        self.params = {"pid": pid, "unit": "tritonserver.service", "models": [{"name": m} for m in models], "url": url}
         self.main_pid = main_pid
 
     def get_bin_path(self, name, opt_dirs=None):
@@ -184,6 +184,9 @@ class WrittenModule(object):
     (WrittenModule(main_pid=50001), (50001, None)),
     (WrittenModule(main_pid=0), (None, "several tritonserver processes (48213, 50001): give pid")),
     (WrittenModule(), (None, "several tritonserver processes (48213, 50001): give pid")),
+    # among several servers, the only one whose stubs serve a model asked about
+    (WrittenModule(models=["metric_forecaster"]), (48213, None)),
+    (WrittenModule(models=["alert_classifier"]), (None, "several tritonserver processes (48213, 50001): give pid")),
 ])
 def test_server_pid(tmp_path, module, expected):
     from ansible_collections.aiops.triton.plugins.modules.triton_footprint import server_pid
@@ -199,3 +202,40 @@ def test_server_pid_is_the_one_named_tritonserver(tmp_path):
     (tmp_path / "none").mkdir()
     assert server_pid(WrittenModule(), fp.processes(written_proc(tmp_path / "none", tree))) == (
         None, "no tritonserver process (tritonserver.service has no MainPID and none is named tritonserver)")
+
+
+# /proc/net/tcp6 as the kernel writes it: a LISTEN (0A) socket on [::]:8000 (0x1F40), inode 771234; and an
+# established one on the same port that is no listener
+WRITTEN_TCP6 = (
+    "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when "
+    "retrnsmt   uid  timeout inode\n"
+    "   0: 00000000000000000000000000000000:1F40 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 "
+    "00000000   998        0 771234 1 0000000000000000 100 0 0 10 0\n"
+    "   1: 0000000000000000FFFF00000100007F:1F40 0000000000000000FFFF00000100007F:D3A2 01 00000000:00000000 00:00000000 "
+    "00000000   998        0 771299 1 0000000000000000 20 4 30 10 -1\n")
+
+
+@pytest.mark.parametrize("url, expected", [
+    # 50001 holds the socket listening on 8000: the server the module talks to
+    ("http://127.0.0.1:8000", (50001, None)),
+    ("http://[::1]:8000/", (50001, None)),
+    # nobody listens on 8001; 48213's stubs serve metric_forecaster
+    ("http://127.0.0.1:8001", (48213, None)),
+])
+def test_among_several_servers_the_one_listening_on_the_url_port(tmp_path, url, expected):
+    from ansible_collections.aiops.triton.plugins.modules.triton_footprint import server_pid
+    proc = written_proc(tmp_path, WRITTEN_TREE)
+    (tmp_path / "net").mkdir()
+    (tmp_path / "net" / "tcp").write_text(WRITTEN_TCP6.splitlines()[0] + "\n")
+    (tmp_path / "net" / "tcp6").write_text(WRITTEN_TCP6)
+    for pid, inode in ((48213, 771299), (50001, 771234)):
+        (tmp_path / str(pid) / "fd").mkdir()
+        (tmp_path / str(pid) / "fd" / "7").symlink_to("socket:[%d]" % inode)
+    module = WrittenModule(models=["metric_forecaster"], url=url)
+    assert server_pid(module, fp.processes(proc), proc) == expected
+
+
+@pytest.mark.parametrize("url, port", [("http://127.0.0.1:8000", 8000), ("https://h.example/v2", 443),
+                                       ("http://[fd00::5]:8010", 8010), ("http://h", 80), ("", None)])
+def test_url_port(url, port):
+    assert fp.url_port(url) == port
