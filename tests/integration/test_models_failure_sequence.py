@@ -17,8 +17,10 @@ from its own line of the rollout summary, not from anywhere in the log.
 
 import json
 import os
+import re
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 
@@ -59,7 +61,7 @@ class Poller(threading.Thread):
         self.admin = TritonClient(server.http_url, api_key=KEY)
         self.stop = threading.Event()
         self.versions, self.failures, self.wrong, self.not_ready, self.unexplained = set(), [], [], [], []
-        self.requests = self.ready_checks = 0
+        self.requests = self.ready_checks = self.index_races = 0
         self.error = self.alive_at_stop = None
 
     def run(self):
@@ -74,9 +76,9 @@ class Poller(threading.Thread):
                     self.client.infer("add_sub_pipeline", {"A": ADD_SUB_INPUTS["INPUT0"], "B": ADD_SUB_INPUTS["INPUT1"]})
                 except TritonApiError as exc:
                     self.failures.append(str(exc))
-                before = self.admin.repository_index()
+                before = self.index()
                 status = ready_status(self.server)
-                after = self.admin.repository_index()
+                after = self.index()
                 self.ready_checks += 1
                 if status != 200:
                     self.not_ready.append(status)
@@ -85,6 +87,19 @@ class Poller(threading.Thread):
                     self.unexplained.append(why)
         except Exception as exc:  # kept: a poller that dies must fail the step, not leave a short record
             self.error = "%s: %s" % (type(exc).__name__, exc)
+
+    def index(self):
+        """The repository index. Triton lists the repository directory, then stats each entry: a candidate directory
+        the role removes in between fails that one listing with HTTP 500 "failed to stat file .../<name>__candidate"
+        (Triton's race, not a serving failure). Such a listing is counted and read again; any other error is not."""
+        for attempt in range(5):
+            try:
+                return self.admin.repository_index()
+            except TritonApiError as exc:
+                if attempt == 4 or not re.search(r"HTTP 500: failed to stat file \S*__candidate(/\S*)?$", str(exc).strip()):
+                    raise
+                self.index_races += 1
+                time.sleep(0.05)
 
     def problem(self):
         """None when the poller ran the whole rollout, else why its record cannot be trusted."""
