@@ -12,16 +12,19 @@ from ansible.module_utils.common.text.converters import to_native
 
 try:
     from ansible_collections.aiops.triton.plugins.module_utils import rollout_bake
+    from ansible_collections.aiops.triton.plugins.module_utils.endpoint import EndpointError
 except ImportError as exc:  # pragma: no cover - only when the collection is broken
     raise AnsibleFilterError("aiops.triton rollout bake filters cannot load: %s" % to_native(exc))
 
 
-def rollout_bake_hosts(hostvars, names, default_port=8002):
+def rollout_bake_hosts(hostvars, names):
     """[{name, metrics_url}] for the module's changed_hosts / baseline_hosts."""
     try:
-        return rollout_bake.bake_hosts(hostvars, list(names), int(default_port))
+        return rollout_bake.bake_hosts(hostvars, list(names))
     except KeyError as exc:
         raise AnsibleFilterError("rollout_bake_hosts: no such host %s" % to_native(exc))
+    except EndpointError as exc:
+        raise AnsibleFilterError("rollout_bake_hosts: %s" % to_native(exc))
 
 
 def rollout_bake_baseline(plan, batch):

@@ -28,6 +28,8 @@ __metaclass__ = type
 import math
 import re
 
+from ansible_collections.aiops.triton.plugins.module_utils import endpoint
+
 # Triton's counters the bake reads; the keys name them in the numbers this module returns.
 COUNTERS = {
     "nv_inference_request_success": "successes",
@@ -501,31 +503,23 @@ def _bake_prometheus(params, changed_hosts, baseline_hosts, models, fetch_json, 
 
 
 # -- the rollout's side: which hosts to bake and compare, and where their metrics are --------------------------
-WILDCARD_ADDRESSES = frozenset(["", "0.0.0.0", "::", "[::]"])
-
-
-def metrics_url(name, host_vars, default_port=8002):
+def metrics_url(name, host_vars):
     """Triton's /metrics URL of one host as the controller reaches it.
 
-    ``triton_rollout_bake_metrics_url`` when the host sets it; else its ``triton_server_metrics_address``
-    unless that is a wildcard (then ``ansible_host``, else the inventory name) and its
-    ``triton_server_metrics_port`` (else ``default_port``).
+    ``triton_rollout_bake_metrics_url`` when the host sets it; else the address and port of the host's
+    ``triton_server_endpoint`` fact by the one rule every reader on another host uses (module_utils/endpoint.py:
+    the bound metrics address unless a wildcard, then ``ansible_host``, then the inventory name).
     """
     own = host_vars.get("triton_rollout_bake_metrics_url")
     if own:
         return str(own)
-    address = str(host_vars.get("triton_server_metrics_address") or "")
-    if address in WILDCARD_ADDRESSES or "{" in address:
-        address = str(host_vars.get("ansible_host") or name)
-    if ":" in address and not address.startswith("["):
-        address = "[%s]" % address  # IPv6
-    port = host_vars.get("triton_server_metrics_port") or default_port
-    return "http://%s:%s/metrics" % (address, port)
+    where = endpoint.target(name, host_vars, "metrics")
+    return "http://%s:%s/metrics" % (where["address"], where["port"])
 
 
-def bake_hosts(hostvars, names, default_port=8002):
+def bake_hosts(hostvars, names):
     """[{name, metrics_url}] for ``names``, in order, for the module's changed_hosts / baseline_hosts."""
-    return [{"name": name, "metrics_url": metrics_url(name, hostvars[name], default_port)} for name in names]
+    return [{"name": name, "metrics_url": metrics_url(name, hostvars[name])} for name in names]
 
 
 def baseline_names(plan, batch):

@@ -72,7 +72,9 @@ def rollout_lab(tmp_path_factory, moto_server, bucket=BUCKET):
         publish_version(s3, bucket, "models", "add_sub", version, add_sub_files(version))
     publish_version(s3, bucket, "models", "add_sub_pipeline", 1,
                     {"golden_cases.json": json.dumps(PIPELINE_GOLDEN).encode()})
-    with TritonServer(str(repo), api_key=KEY) as server:
+    # Triton bound to one address that is not 127.0.0.1: the rollout finds it through triton_server's endpoint
+    # fact (run_rollout sets only the triton_server_* binds and ports), as a host bound to its own address would.
+    with TritonServer(str(repo), api_key=KEY, address="127.0.0.2") as server:
         yield {"root": root, "repo": repo, "s3": s3, "server": server, "moto": moto_server, "bucket": bucket}
 
 
@@ -90,10 +92,11 @@ def run_rollout(lab, add_sub_versions, pipeline=True, check=False, latest=None, 
         "triton_models_s3_endpoint_url": lab["moto"].endpoint,
         "triton_models_s3_access_key": "testing",
         "triton_models_s3_secret_key": "testing",
-        "triton_models_repository": str(lab["repo"]),
+        "triton_server_model_repository": str(lab["repo"]),
         "triton_models_state_dir": str(lab["root"] / "state"),
-        "triton_models_url": server.http_url,
-        "triton_models_grpc_url": server.grpc_url,
+        "triton_server_address": server.address,
+        "triton_server_http_port": server.http_port,
+        "triton_server_grpc_port": server.grpc_port,
         "triton_models_api_key": KEY,
         "triton_models_python": sys.executable,
         # the canary bake reads this Triton's /metrics (a short window: these tests judge the rollout itself)

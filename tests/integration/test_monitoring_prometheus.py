@@ -273,6 +273,12 @@ class Lab(object):
         }
         role_vars.update(extra_vars or {})
         play = [{
+            # as playbooks/monitoring.yml's first play: where each host's Triton listens (no host contacted)
+            "name": "Where Triton runs on each host",
+            "hosts": "triton_servers",
+            "gather_facts": False,
+            "tasks": [{"ansible.builtin.import_role": {"name": "aiops.triton.triton_server", "tasks_from": "endpoint"}}],
+        }, {
             "name": "Monitoring for the test fleet",
             "hosts": "triton_monitoring",
             "gather_facts": False,

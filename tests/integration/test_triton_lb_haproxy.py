@@ -317,7 +317,11 @@ def test_the_roles_reload_handler_keeps_a_drained_host_drained(lab):
     (fakes / "systemctl").chmod(0o755)
     maxconn = int(before["Maxconn"]) + 7  # the config change, and how to know the new process read it
     play = lab["folder"] / "reload.yml"
-    play.write_text(json.dumps([{"name": "HAProxy with a changed config", "hosts": "triton_lb", "gather_facts": False,
+    # as playbooks/load_balancer.yml: the Triton hosts' endpoint facts first (HAProxy's servers are read from them)
+    play.write_text(json.dumps([{"name": "Where Triton runs", "hosts": "triton_servers", "gather_facts": False,
+                                 "tasks": [{"ansible.builtin.import_role": {"name": "aiops.triton.triton_server",
+                                                                            "tasks_from": "endpoint"}}]},
+                                {"name": "HAProxy with a changed config", "hosts": "triton_lb", "gather_facts": False,
                                  "roles": [{"role": "aiops.triton.triton_lb"}]}]))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collection"), ANSIBLE_NOCOLOR="1",
                PATH=os.pathsep.join((str(fakes), os.path.dirname(sys.executable), os.environ.get("PATH", ""))))

@@ -86,7 +86,10 @@ class TritonServer(object):
     """
 
     def __init__(self, repository, *, extra_args=(), api_key=None, backend_src=DEFAULT_BACKEND_SRC,
-                 api_key_header=API_KEY_HEADER, ready_timeout=120):
+                 api_key_header=API_KEY_HEADER, ready_timeout=120, address="127.0.0.1"):
+        # address: what all three endpoints bind (any 127.x.y.z is loopback on Linux, so a specific bind that
+        # is not 127.0.0.1 needs no setup)
+        self.address = address
         self.repository = os.path.abspath(repository)
         self.extra_args = list(extra_args)
         self.api_key = api_key
@@ -106,9 +109,9 @@ class TritonServer(object):
         self.log_path = os.path.join(self._tmp, "tritonserver.log")
         http, grpc, metrics = free_port(), free_port(), free_port()
         self.http_port, self.grpc_port, self.metrics_port = http, grpc, metrics
-        self.http_url = "http://127.0.0.1:%d" % http
-        self.grpc_url = "127.0.0.1:%d" % grpc
-        self.metrics_url = "http://127.0.0.1:%d/metrics" % metrics
+        self.http_url = "http://%s:%d" % (self.address, http)
+        self.grpc_url = "%s:%d" % (self.address, grpc)
+        self.metrics_url = "http://%s:%d/metrics" % (self.address, metrics)
         args = [
             binary,
             "--model-repository=%s" % self.repository,
@@ -117,9 +120,9 @@ class TritonServer(object):
             "--load-model=*",
             "--strict-readiness=true",
             "--exit-on-error=true",
-            "--http-address=127.0.0.1", "--http-port=%d" % http,
-            "--grpc-address=127.0.0.1", "--grpc-port=%d" % grpc,
-            "--metrics-address=127.0.0.1", "--metrics-port=%d" % metrics,
+            "--http-address=%s" % self.address, "--http-port=%d" % http,
+            "--grpc-address=%s" % self.address, "--grpc-port=%d" % grpc,
+            "--metrics-address=%s" % self.address, "--metrics-port=%d" % metrics,
             "--allow-sagemaker=false", "--allow-vertex-ai=false",
         ]
         if self.api_key is not None:

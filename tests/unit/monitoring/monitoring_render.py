@@ -45,15 +45,19 @@ def render_rules(overrides=None):
     return env.from_string(body).render(context)
 
 
-def render_file_sd(hostvars, job_hosts, port_var="triton_server_metrics_port", port_default=8002, **extra):
-    """templates/file_sd.json.j2 with Ansible's to_json; ``hostvars`` as Ansible gives them."""
+def render_file_sd(hostvars, job_hosts, port_var="", port_default="", **extra):
+    """templates/file_sd.json.j2 with Ansible's to_json and the collection's triton_targets; ``hostvars`` as Ansible
+    gives them. Triton's own job unless ``port_var`` names an exporter's port variable."""
+    from ansible_collections.aiops.triton.plugins.filter.endpoint import triton_targets
     env = jinja2.Environment(undefined=jinja2.StrictUndefined)
     env.filters["to_json"] = json.dumps
+    env.filters["aiops.triton.triton_targets"] = triton_targets
     with open(os.path.join(ROLE, "templates", "file_sd.json.j2")) as handle:
         template = env.from_string(handle.read())
     context = dict(role_file("defaults", "main.yml"))
     context.update(role_file("vars", "main.yml"))
-    context.update(hostvars=hostvars, _job_hosts=job_hosts, _port_var=port_var, _port_default=port_default)
+    context.update(hostvars=hostvars, _job_hosts=job_hosts, _port_var=port_var, _port_default=port_default,
+                   _endpoint_kind="" if port_var else "metrics")
     context.update(extra)
     return json.loads(template.render(context))
 

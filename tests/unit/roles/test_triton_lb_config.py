@@ -22,6 +22,9 @@ def cfg(tmp_path_factory):
         "lab-1": {},  # no address: its inventory name
         "gpu-02": {"ansible_host": "10.0.0.2", "triton_server_http_port": 9000, "triton_server_grpc_port": 9001},
         "gpu-03": {"ansible_host": "gpu-03.mgmt", "triton_lb_server_address": "10.1.0.3"},
+        # Triton bound to one address: HAProxy goes there, not to ansible_host (triton_server's endpoint fact)
+        "gpu-04": {"ansible_host": "10.0.0.4", "triton_server_http_address": "10.9.0.9", "triton_server_grpc_port": 7001},
+        "gpu-05": {"ansible_host": "10.0.0.5", "triton_server_address": "fd00::5"},
     }
     inventory = write_inventory(folder / "hosts.yml", servers, lb_hosts={"lb-1": {}})
     out = folder / "haproxy.cfg"
@@ -45,15 +48,19 @@ def test_haproxy_accepts_the_config(cfg):
 
 def test_every_triton_host_is_a_server_of_both_backends(cfg):
     text = cfg.read_text()
-    assert section(text, "backend triton_http")[-3:] == [
+    assert section(text, "backend triton_http")[-5:] == [
         "server lab-1 lab-1:8000 check",
         "server gpu-02 10.0.0.2:9000 check",
         "server gpu-03 10.1.0.3:8000 check",
+        "server gpu-04 10.9.0.9:8000 check",
+        "server gpu-05 [fd00::5]:8000 check",
     ]
-    assert section(text, "backend triton_grpc")[-3:] == [
+    assert section(text, "backend triton_grpc")[-5:] == [
         "server lab-1 lab-1:8001 proto h2 check port 8000 check-proto h1",
         "server gpu-02 10.0.0.2:9001 proto h2 check port 9000 check-proto h1",
         "server gpu-03 10.1.0.3:8001 proto h2 check port 8000 check-proto h1",
+        "server gpu-04 10.0.0.4:7001 proto h2 check addr 10.9.0.9 port 8000 check-proto h1",
+        "server gpu-05 [fd00::5]:8001 proto h2 check port 8000 check-proto h1",
     ]
     for backend in ("backend triton_http", "backend triton_grpc"):
         lines = section(text, backend)

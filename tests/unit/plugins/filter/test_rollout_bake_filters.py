@@ -1,4 +1,5 @@
-"""rollout_bake_hosts / rollout_bake_baseline through ansible-playbook: real (lazy, templated) hostvars, not dicts."""
+"""rollout_bake_hosts / rollout_bake_baseline through ansible-playbook: real (lazy, templated) hostvars, not dicts,
+with each host's triton_server_endpoint fact set by triton_server's entry point, as models.yml's first plays do."""
 
 import json
 import os
@@ -14,14 +15,16 @@ INVENTORY = {"triton_servers": {"children": {
         "gpu-2": {"ansible_host": "10.0.0.2", "mgmt": "10.9.0.2", "triton_server_metrics_address": "{{ mgmt }}",
                   "triton_server_metrics_port": "{{ 9000 + 102 }}"},
         "gpu-3": {"triton_rollout_bake_metrics_url": "https://metrics.example/gpu-3"},
-        "gpu-4": {}}}},
+        "gpu-4": {"triton_server_metrics_port": 9002}}}},
     "vars": {"ansible_connection": "local"}}}
 
-PLAY = [{"hosts": "localhost", "gather_facts": False, "tasks": [{
+PLAY = [{"hosts": "triton_servers", "gather_facts": False, "tasks": [{
+    "ansible.builtin.include_role": {"name": "aiops.triton.triton_server", "tasks_from": "endpoint"}}]},
+        {"hosts": "localhost", "gather_facts": False, "tasks": [{
     "ansible.builtin.copy": {
         "dest": "{{ out }}",
         "content": "{{ {'changed': hostvars | aiops.triton.rollout_bake_hosts(['gpu-1']),"
-                   " 'baseline': hostvars | aiops.triton.rollout_bake_hosts(plan | aiops.triton.rollout_bake_baseline(['gpu-1']), 9002),"
+                   " 'baseline': hostvars | aiops.triton.rollout_bake_hosts(plan | aiops.triton.rollout_bake_baseline(['gpu-1'])),"
                    " 'after_wave': plan | aiops.triton.rollout_bake_baseline(['gpu-3', 'gpu-2'])} | to_json }}",
         "mode": "0644"}}]}]
 

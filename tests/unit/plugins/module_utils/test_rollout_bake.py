@@ -420,19 +420,29 @@ def test_run_bake_prometheus_error_is_reported():
 
 
 # -- the rollout's side -------------------------------------------------------------------------------------
+def ep(address="0.0.0.0", port=8002):
+    """host vars with triton_server's endpoint fact (its metrics bind and port)."""
+    return {"triton_server_endpoint": {"metrics_address": address, "metrics_port": port}}
+
+
 def test_metrics_url_from_host_vars():
-    assert rb.metrics_url("h", {}) == "http://h:8002/metrics"
-    assert rb.metrics_url("h", {"ansible_host": "10.0.0.5", "triton_server_metrics_address": "0.0.0.0"}) == "http://10.0.0.5:8002/metrics"
-    assert rb.metrics_url("h", {"ansible_host": "10.0.0.5", "triton_server_metrics_address": "10.9.0.5",
-                                "triton_server_metrics_port": 9102}) == "http://10.9.0.5:9102/metrics"
-    assert rb.metrics_url("h", {"ansible_host": "fd00::5"}) == "http://[fd00::5]:8002/metrics"
+    assert rb.metrics_url("h", ep()) == "http://h:8002/metrics"
+    assert rb.metrics_url("h", dict(ep("0.0.0.0"), ansible_host="10.0.0.5")) == "http://10.0.0.5:8002/metrics"
+    assert rb.metrics_url("h", dict(ep("10.9.0.5", 9102), ansible_host="10.0.0.5")) == "http://10.9.0.5:9102/metrics"
+    assert rb.metrics_url("h", dict(ep("::"), ansible_host="fd00::5")) == "http://[fd00::5]:8002/metrics"
+    assert rb.metrics_url("h", ep("fd00::7")) == "http://[fd00::7]:8002/metrics"
+    # the override needs no fact
     assert rb.metrics_url("h", {"triton_rollout_bake_metrics_url": "https://m.example/t/metrics",
                                 "ansible_host": "x"}) == "https://m.example/t/metrics"
-    assert rb.metrics_url("h", {}, default_port=9000) == "http://h:9000/metrics"
+
+
+def test_metrics_url_without_the_endpoint_fact_names_the_host():
+    with pytest.raises(ValueError, match="h has no triton_server_endpoint fact.*tasks_from: endpoint"):
+        rb.metrics_url("h", {"ansible_host": "10.0.0.5", "triton_server_metrics_port": 9102})
 
 
 def test_bake_hosts_and_baseline():
-    hostvars = {"a": {"ansible_host": "10.0.0.1"}, "b": {}, "c": {}, "d": {}}
+    hostvars = {"a": dict(ep(), ansible_host="10.0.0.1"), "b": ep(), "c": {}, "d": {}}
     assert rb.bake_hosts(hostvars, ["a", "b"]) == [{"name": "a", "metrics_url": "http://10.0.0.1:8002/metrics"},
                                                    {"name": "b", "metrics_url": "http://b:8002/metrics"}]
     plan = {"order": ["a", "b", "c", "d"], "groups": [{"name": "canary", "hosts": ["a"]}, {"name": "wave", "hosts": ["b", "c", "d"]}]}
