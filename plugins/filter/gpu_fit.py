@@ -72,15 +72,8 @@ def _servers(groups):
 def _desired(hostvars, host, cache):
     """The host's present models (triton_models_list over the catalog), [] when the inventory cannot say (fleet_problems
     reports that)."""
-    models = _get(hostvars, host, "triton_models_list", [])
-    catalog = _get(hostvars, host, "triton_models_catalog", {})
-    key = repr((models, catalog))
-    if key not in cache:
-        try:
-            cache[key] = [m for m in fleet.desired_models(models, catalog) if m.get("state") == "present"]
-        except (fleet.FleetError, TypeError, ValueError, AttributeError):
-            cache[key] = []
-    return cache[key]
+    return fleet.present_models(_get(hostvars, host, "triton_models_list", []),
+                                _get(hostvars, host, "triton_models_catalog", {}), cache)
 
 
 def _gpus(hostvars, host, facts=None):

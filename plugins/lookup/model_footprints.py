@@ -136,15 +136,8 @@ def wanted(hostvars, groups, cache=None):
     cache = {} if cache is None else cache
     found = []
     for host in groups.get(fleet.SERVERS_GROUP) or []:
-        models = _get(hostvars, host, "triton_models_list", [])
-        catalog = _get(hostvars, host, "triton_models_catalog", {})
-        key = repr((models, catalog))
-        if key not in cache:
-            try:
-                cache[key] = [m for m in fleet.desired_models(models, catalog) if m.get("state") == "present"]
-            except (fleet.FleetError, TypeError, ValueError, AttributeError):
-                cache[key] = []  # fleet_problems reports it
-        for model in cache[key]:
+        for model in fleet.present_models(_get(hostvars, host, "triton_models_list", []),
+                                          _get(hostvars, host, "triton_models_catalog", {}), cache):
             if (model.get("config") or {}).get("platform") == "ensemble" or not model.get("versions"):
                 continue
             for version in model["versions"]:

@@ -225,6 +225,23 @@ def desired_models(entries, catalog=None, resolved=None):
     return result
 
 
+def present_models(entries, catalog, cache=None):
+    """The present models of one host's triton_models_list over its triton_models_catalog, as the controller plugins
+    read them (gpu_fit filters, model_footprints lookup): [] when the inventory cannot say (fleet_problems reports that).
+
+    ``cache`` (a dict the caller keeps across hosts) holds each distinct list and catalog once: a fleet's hosts
+    usually share both, and merging a large catalog per host is what would cost.
+    """
+    cache = {} if cache is None else cache
+    key = repr((entries, catalog))
+    if key not in cache:
+        try:
+            cache[key] = [m for m in desired_models(entries, catalog) if m.get("state") == "present"]
+        except (FleetError, TypeError, ValueError, AttributeError):
+            cache[key] = []
+    return cache[key]
+
+
 def check_model_set(entries, catalog, where):
     """Problems with one group's model list: entries, Triton's rules, ensemble wiring within the group."""
     try:

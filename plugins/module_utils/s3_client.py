@@ -39,6 +39,21 @@ from ansible_collections.aiops.triton.plugins.module_utils.s3_plan import VERSIO
 from ansible_collections.aiops.triton.plugins.module_utils.s3_sync_errors import IncompleteVersion, S3SyncError
 
 CHECKSUM_MODES = ("when_required", "when_supported")
+# Where the published models live and how to reach them, the options every S3 module takes; documented by the
+# aiops.triton.s3 doc fragment. Each module adds its own timeout (a different default).
+CONNECTION_ARGSPEC = dict(
+    bucket=dict(type="str", required=True),
+    prefix=dict(type="str", default=""),
+    endpoint_url=dict(type="str"),
+    region=dict(type="str"),
+    access_key=dict(type="str", aliases=["aws_access_key_id"], no_log=True),
+    secret_key=dict(type="str", aliases=["aws_secret_access_key"], no_log=True),
+    session_token=dict(type="str", aliases=["aws_session_token"], no_log=True),
+    profile=dict(type="str"),
+    validate_certs=dict(type="bool", default=True),
+    ca_bundle=dict(type="path"),
+    checksum_mode=dict(type="str", choices=list(CHECKSUM_MODES), default="when_required"),
+)
 _MD5_ETAG_RE = re.compile(r'^"?([0-9a-fA-F]{32})"?$')
 _CREDENTIAL_CODES = ("InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "ExpiredToken",
                      "InvalidToken", "AuthorizationHeaderMalformed", "403")

@@ -27,6 +27,7 @@ description:
 version_added: "0.2.0"
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - aiops.triton.s3
 author:
   - aiops.triton contributors (@aiops)
 requirements:
@@ -41,19 +42,12 @@ attributes:
 options:
   state:
     description:
-      - V(present) records O(footprint) unless the version already has a footprint.
+      - V(present) records O(footprint) unless the version already has a footprint; its credentials need write
+        access to O(bucket).
       - V(read) returns the recorded footprint, if any, and changes nothing.
     type: str
     choices: [present, read]
     default: present
-  bucket:
-    description: S3 bucket holding the published models.
-    type: str
-    required: true
-  prefix:
-    description: Key prefix under which C(<model>/<version>/) live; empty for the bucket root.
-    type: str
-    default: ""
   model:
     description:
       - Model name, the directory name under O(prefix).
@@ -86,42 +80,6 @@ options:
       - Anything else worth keeping with the footprint (C(instances), C(per_instance), C(gpus), C(triton_version),
         C(unknown)), stored as given under its own keys.
     type: dict
-  endpoint_url:
-    description:
-      - S3 endpoint for S3-compatible stores (MinIO, Ceph RGW). Path-style addressing is used whenever this is set.
-        Omit for AWS S3.
-    type: str
-  region:
-    description: Region to sign requests for; defaults to the profile's or C(us-east-1).
-    type: str
-  access_key:
-    description: Access key id (write access for O(state=present)). Falls back to the usual AWS environment variables
-      and config files.
-    type: str
-    aliases: [aws_access_key_id]
-  secret_key:
-    description: Secret access key.
-    type: str
-    aliases: [aws_secret_access_key]
-  session_token:
-    description: Session token for temporary credentials.
-    type: str
-    aliases: [aws_session_token]
-  profile:
-    description: Named profile from the AWS config files.
-    type: str
-  validate_certs:
-    description: Verify the endpoint's TLS certificate.
-    type: bool
-    default: true
-  ca_bundle:
-    description: CA bundle to verify the endpoint with (a private CA for MinIO/Ceph).
-    type: path
-  checksum_mode:
-    description: As M(aiops.triton.s3_model_sync)'s O(aiops.triton.s3_model_sync#module:checksum_mode).
-    type: str
-    choices: [when_required, when_supported]
-    default: when_required
   timeout:
     description: Seconds to wait for S3 (connect and read, each request).
     type: int
@@ -212,9 +170,10 @@ ERRORS = ((s3_client.BotoCoreError, s3_client.ClientError), s3_client.s3_error)
 def main():
     module = AnsibleModule(
         argument_spec=dict(
+            s3_client.CONNECTION_ARGSPEC,
+            # the key id is no secret, and masking it would hide it wherever it stands in the messages and results
+            access_key=dict(s3_client.CONNECTION_ARGSPEC["access_key"], no_log=False),
             state=dict(type="str", choices=["present", "read"], default="present"),
-            bucket=dict(type="str", required=True),
-            prefix=dict(type="str", default=""),
             model=dict(type="str", required=True),
             version=dict(type="int", required=True),
             footprint=dict(type="dict"),
@@ -222,15 +181,6 @@ def main():
             measured=dict(type="str"),
             host=dict(type="str"),
             details=dict(type="dict"),
-            endpoint_url=dict(type="str"),
-            region=dict(type="str"),
-            access_key=dict(type="str", aliases=["aws_access_key_id"], no_log=False),
-            secret_key=dict(type="str", aliases=["aws_secret_access_key"], no_log=True),
-            session_token=dict(type="str", aliases=["aws_session_token"], no_log=True),
-            profile=dict(type="str"),
-            validate_certs=dict(type="bool", default=True),
-            ca_bundle=dict(type="path"),
-            checksum_mode=dict(type="str", choices=list(s3_client.CHECKSUM_MODES), default="when_required"),
             timeout=dict(type="int", default=30),
         ),
         required_if=[("state", "present", ["footprint"])],

@@ -53,6 +53,7 @@ description:
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - aiops.triton.attributes.actiongroup_s3
+  - aiops.triton.s3
 author:
   - aiops.triton contributors (@aiops)
 requirements:
@@ -65,14 +66,6 @@ attributes:
   platform:
     platforms: posix
 options:
-  bucket:
-    description: S3 bucket holding the published models.
-    type: str
-    required: true
-  prefix:
-    description: Key prefix under which C(<model>/<version>/) live; empty for the bucket root.
-    type: str
-    default: ""
   model:
     description:
       - Model name, the directory name under O(repository) and under O(prefix).
@@ -157,45 +150,6 @@ options:
     type: str
     choices: [present, absent]
     default: present
-  endpoint_url:
-    description:
-      - S3 endpoint for S3-compatible stores (MinIO, Ceph RGW), for example C(https://minio.example:9000).
-        Path-style addressing is used whenever this is set. Omit for AWS S3.
-    type: str
-  region:
-    description: Region to sign requests for; defaults to the profile's or C(us-east-1).
-    type: str
-  access_key:
-    description: Access key id. Falls back to the usual AWS environment variables and config files.
-    type: str
-    aliases: [aws_access_key_id]
-  secret_key:
-    description: Secret access key.
-    type: str
-    aliases: [aws_secret_access_key]
-  session_token:
-    description: Session token for temporary credentials.
-    type: str
-    aliases: [aws_session_token]
-  profile:
-    description: Named profile from the host's AWS config files.
-    type: str
-  validate_certs:
-    description: Verify the endpoint's TLS certificate.
-    type: bool
-    default: true
-  ca_bundle:
-    description: CA bundle to verify the endpoint with (a private CA for MinIO/Ceph).
-    type: path
-  checksum_mode:
-    description:
-      - boto3 1.36 and later add CRC checksums to every request and validate them on every response by default,
-        which older MinIO and Ceph RGW releases reject. V(when_required) (the default) sends and checks them only
-        where the S3 API requires it; V(when_supported) is boto3's own default, fine for AWS S3.
-      - Integrity does not depend on this; every file is checked against the manifest's sha256.
-    type: str
-    choices: [when_required, when_supported]
-    default: when_required
   concurrency:
     description: Parallel S3 requests (download threads); also bounds the files open at once.
     type: int
@@ -218,6 +172,7 @@ options:
     default: false
 notes:
   - Supports check mode and diff mode; the diff lists each version with the manifest hash it came from.
+  - Integrity does not depend on O(checksum_mode); every file is checked against the manifest's sha256.
   - C(bytes_transferred) counts model file bytes only; manifests (a few KiB each) are read on every run to
     compare hashes and are not counted.
 """
@@ -427,8 +382,7 @@ def runner(module):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            bucket=dict(type="str", required=True),
-            prefix=dict(type="str", default=""),
+            s3_client.CONNECTION_ARGSPEC,
             model=dict(type="str"),
             versions=dict(type="list", elements="int"),
             latest=dict(type="int"),
@@ -437,15 +391,6 @@ def main():
             verified_versions=dict(type="list", elements="int"),
             prune_versions=dict(type="bool", default=True),
             state=dict(type="str", choices=["present", "absent"], default="present"),
-            endpoint_url=dict(type="str"),
-            region=dict(type="str"),
-            access_key=dict(type="str", aliases=["aws_access_key_id"], no_log=True),
-            secret_key=dict(type="str", aliases=["aws_secret_access_key"], no_log=True),
-            session_token=dict(type="str", aliases=["aws_session_token"], no_log=True),
-            profile=dict(type="str"),
-            validate_certs=dict(type="bool", default=True),
-            ca_bundle=dict(type="path"),
-            checksum_mode=dict(type="str", choices=list(s3_client.CHECKSUM_MODES), default="when_required"),
             concurrency=dict(type="int", default=8),
             timeout=dict(type="int", default=60),
             part_size_mb=dict(type="int", default=16),

@@ -2,6 +2,7 @@
 
 from monitoring_render import render_file_sd
 
+
 def endpoint(method="native", address="0.0.0.0", port=8002):
     """triton_server's endpoint fact as playbooks/monitoring.yml's first play sets it (the keys the template reads)."""
     return {"triton_server_endpoint": {"method": method, "metrics_address": address, "metrics_port": port}}

@@ -18,9 +18,9 @@ INVENTORY = {"triton_servers": {"children": {
         "gpu-4": {"triton_server_metrics_port": 9002}}}},
     "vars": {"ansible_connection": "local"}}}
 
-PLAY = [{"hosts": "triton_servers", "gather_facts": False, "tasks": [{
-    "ansible.builtin.include_role": {"name": "aiops.triton.triton_server", "tasks_from": "endpoint"}}]},
-        {"hosts": "localhost", "gather_facts": False, "tasks": [{
+ENDPOINT_PLAY = {"hosts": "triton_servers", "gather_facts": False, "tasks": [
+    {"ansible.builtin.include_role": {"name": "aiops.triton.triton_server", "tasks_from": "endpoint"}}]}
+PLAY = [ENDPOINT_PLAY, {"hosts": "localhost", "gather_facts": False, "tasks": [{
     "ansible.builtin.copy": {
         "dest": "{{ out }}",
         "content": "{{ {'changed': hostvars | aiops.triton.rollout_bake_hosts(['gpu-1']),"

@@ -68,6 +68,31 @@ def test_absent_entry_needs_no_versions():
     assert model["state"] == "absent"
 
 
+def test_present_models_keeps_present_entries_merged_over_the_catalog():
+    catalog = {"m": {"config": CONFIG, "footprint": {"gpu_mib": 100}}}
+    entries = [{"name": "m", "versions": [2]}, {"name": "gone", "state": "absent", "config": dict(CONFIG, name="gone")}]
+    [model] = fleet.present_models(entries, catalog)
+    assert model["name"] == "m" and model["versions"] == [2] and model["footprint"] == {"gpu_mib": 100}
+
+
+@pytest.mark.parametrize("entries, catalog", [
+    ([{"name": "m", "config": CONFIG}], {}),  # FleetError: neither versions nor latest
+    ("m", {}),  # not a list
+    ([{"name": "m", "versions": [1]}], {"m": "not a mapping"}),
+])
+def test_present_models_is_empty_when_the_inventory_cannot_say(entries, catalog):
+    assert fleet.present_models(entries, catalog) == []
+
+
+def test_present_models_merges_each_list_and_catalog_once():
+    cache = {}
+    entries = [{"name": "m", "versions": [1], "config": CONFIG}]
+    first = fleet.present_models(entries, {}, cache)
+    assert fleet.present_models([dict(entries[0])], {}, cache) is first, "an equal list and catalog: the cached set"
+    assert fleet.present_models([dict(entries[0], versions=[2])], {}, cache) is not first
+    assert len(cache) == 2
+
+
 @pytest.mark.parametrize("count, serial, batches", [
     (1, 1, [1]), (2, 1, [1, 1]), (3, 2, [2, 1]), (4, "50%", [2, 2]), (3, "50%", [1, 1, 1]),
     (2, "100%", [2]), (5, 9, [5]), (1, "10%", [1]), (0, 1, []), (3, "2", [2, 1]),
