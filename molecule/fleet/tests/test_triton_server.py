@@ -3,6 +3,7 @@ key and local users, bad inputs to the API (molecule/bad_inputs.yml), kill -9. R
 molecule/lb (its tests/ links this file); hot updates under load and rollbacks: test_fleet.py, test_lb.py."""
 
 import json
+import re
 import shlex
 import time
 
@@ -17,17 +18,29 @@ def unit_prop(host, name):
     return host.check_output("systemctl show -p %s --value %s" % (name, UNIT))
 
 
+def http_address(host):
+    """The address Triton's HTTP binds (its unit's --http-address): molecule/lb binds it to each host's lab
+    address from step a on, so these tests reach it where the roles' endpoint fact says it is."""
+    match = re.search(r"--http-address=(\S+)", host.check_output("systemctl cat %s" % UNIT))
+    return match.group(1) if match else "0.0.0.0"
+
+
+def http(host):
+    address = http_address(host)
+    return "http://%s:8000" % ("127.0.0.1" if address in ("0.0.0.0", "") else address)
+
+
 def infer_alert(host, text):
     body = json.dumps({"inputs": [{"name": "alert_text", "datatype": "BYTES", "shape": [1, 1], "data": [text]}]})
     out = host.check_output("curl -sf -X POST -H 'Content-Type: application/json' -d %s "
-                            "http://127.0.0.1:8000/v2/models/alert_classifier/infer" % json.dumps(body).replace("'", ""))
+                            "%s/v2/models/alert_classifier/infer" % (json.dumps(body).replace("'", ""), http(host)))
     return {o["name"]: o["data"] for o in json.loads(out)["outputs"]}
 
 
 def wait_ready(host, timeout=120):
     deadline = time.time() + timeout
     while time.time() < deadline:
-        if host.run("curl -sf -o /dev/null http://127.0.0.1:8000/v2/health/ready").rc == 0:
+        if host.run("curl -sf -o /dev/null %s/v2/health/ready" % http(host)).rc == 0:
             return True
         time.sleep(2)
     return False
@@ -49,7 +62,7 @@ def test_runs_as_non_root_user(host):
 
 @pytest.mark.parametrize("port", [8000, 8001, 8002])
 def test_ports_listening(host, port):
-    assert host.socket("tcp://0.0.0.0:%d" % port).is_listening
+    assert host.socket("tcp://%s:%d" % (http_address(host) if port == 8000 else "0.0.0.0", port)).is_listening
 
 
 def test_unit_hardening(host):
@@ -174,7 +187,7 @@ def test_the_view_group_still_sees_every_process(host):
 
 
 def test_the_key_still_loads_a_model_and_nothing_else_does(host):
-    load = "curl -s -o /dev/null -w '%%{http_code}' -X POST %s http://127.0.0.1:8000/v2/repository/models/alert_classifier/load"
+    load = "curl -s -o /dev/null -w '%%{http_code}' -X POST %s " + http(host) + "/v2/repository/models/alert_classifier/load"
     assert host.check_output(load % ("-H 'triton-admin-key: %s'" % api_key(host))) == "200"
     assert host.check_output(load % "") != "200"
     assert host.check_output(load % "-H 'triton-admin-key: not-the-key-00000000000000000000'") != "200"

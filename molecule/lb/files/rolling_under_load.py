@@ -5,7 +5,8 @@ operations below, each with ansible-playbook against the scenario's own inventor
 group_vars (nothing under git changes), each under live load through HAProxy (real tritonclient, gRPC
 and HTTP, concurrent clients, every request counted), with HAProxy's runtime API sampled throughout:
   a. HAProxy's retries switched off (load_balancer.yml, retry-on none), then a Triton flag change
-     (triton_server_log_verbose: 1) applied with site.yml: every host restarts (MainPID changes), 0 failed
+     (triton_server_log_verbose: 1, and HTTP bound to the host's lab address instead of 0.0.0.0, which every
+     later step keeps) applied with site.yml: every host restarts (MainPID changes), 0 failed
      requests, hosts out of traffic only ever within one batch of the plan, and each host seen in HAProxy's
      drain admin state with 0 requests in flight before readiness first found its Triton stopped;
   b. playbooks/reboot.yml over every host, retries still off: every host rebooted (its boot id changes), 0
@@ -589,7 +590,9 @@ def main():
     # A site.yml that changes nothing drains nobody and restarts nothing (its check pass is all it costs).
     if "no_change_site" not in skip:
         no_change(step, results, args)
-    flag = {"triton_server_log_verbose": 1}
+    # From a on, Triton's HTTP binds only each host's lab address, not 0.0.0.0 (issue 32): every later operation
+    # (readiness, golden cases, the rollouts, drains, reboots) finds it through triton_server's endpoint fact.
+    flag = {"triton_server_log_verbose": 1, "triton_server_http_address": "{{ aiops_lab_address }}"}
     if "a_flag_change_check" not in skip:
         flag_change_check(step, results, args, flag)
     if "a_retries_off" not in skip:
@@ -703,6 +706,8 @@ def flag_change(step, results, args, flag):
     check(entry["max_out"] >= 1 and ["roll-1"] in entry["out_of_traffic"],
           "a: the sampler never saw the canary drained: %s" % entry["out_of_traffic"], results, args.results)
     check(all(unit_has(h, "--log-verbose=1") for h in HOSTS), "a: a unit lacks --log-verbose=1", results, args.results)
+    check(not any(unit_has(h, "--http-address=0.0.0.0") for h in HOSTS), "a: a unit still binds HTTP to 0.0.0.0",
+          results, args.results)
 
 
 def reboot(step, results, args, flag):
