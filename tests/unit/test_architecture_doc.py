@@ -60,12 +60,10 @@ def walk(node):
     if isinstance(node, dict):
         yield node
         for value in node.values():
-            for found in walk(value):
-                yield found
+            yield from walk(value)
     elif isinstance(node, list):
         for value in node:
-            for found in walk(value):
-                yield found
+            yield from walk(value)
 
 
 def yaml_files():
@@ -94,7 +92,7 @@ def facts_set_in(path):
             found.add(node["register"])
         for key in node:
             if isinstance(key, str) and key.startswith("aiops.triton."):
-                found.update(module_facts(key.split(".")[-1]))
+                found.update(module_facts(key.rsplit(".", maxsplit=1)[-1]))
     return found
 
 
@@ -107,7 +105,7 @@ def tasks_from_calls():
                 call = node.get(key)
                 if isinstance(call, dict) and call.get("tasks_from"):
                     entry = re.sub(r"\.ya?ml$", "", str(call["tasks_from"]))
-                    calls.add((str(call["name"]).split(".")[-1], entry))
+                    calls.add((str(call["name"]).rsplit(".", maxsplit=1)[-1], entry))
     return calls
 
 
