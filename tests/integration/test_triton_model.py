@@ -164,14 +164,19 @@ def test_broken_new_version_keeps_previous_version_serving(server, client):
 def test_unparsable_config_file_points_at_the_log(server, client):
     ensure(client, [2])
     path = os.path.join(server.repository, "add_sub", "config.pbtxt")
+    # Triton re-reads a loaded model's files on load only when their mtime moved past what it recorded: a write in
+    # the same timestamp tick as the previous test's (coarse kernel clock, a loaded machine) read as unchanged, the
+    # load succeeded on the old config and this test failed once (fresh clone, integration on both cores).
+    time.sleep(1.1)
     with open(path, "w") as handle:
         handle.write(ADD_SUB_CONFIG.replace("TYPE_FP32", "TYPE_NOPE", 1))
     try:
         result = run_module("triton_model", args(server, reload=True))
     finally:
+        time.sleep(1.1)  # the restored file, too, must read as changed to the next test's load
         with open(path, "w") as handle:
             handle.write(ADD_SUB_CONFIG)
-    assert result["failed"] is True
+    assert result.get("failed") is True, result
     assert "failed to poll from model repository" in result["msg"]
     assert "journalctl -u tritonserver" in result["msg"]
     assert client.ready_versions("add_sub") == [2]
