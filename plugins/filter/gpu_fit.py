@@ -30,8 +30,8 @@ except ImportError as exc:  # pragma: no cover - only when the collection is bro
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The group gpu_stack.yml and nvidia_driver_upgrade.yml install and pin the NVIDIA driver on.
 GPU_SERVERS_GROUP = "triton_gpu_servers"
-# The registered result roles/triton_server documents (README: triton_server_gpu_info), when this run read it.
-GPU_FACTS = "triton_server_gpu_info"
+# The host's GPU facts (an nvidia_gpu_info result; roles/common gpu_facts sets it once per run), when this run read them.
+GPU_FACTS = "nvidia_gpu_facts"
 TENSORRT_KEYS = {"compute_capability", "arch", "version", "version_compatible"}
 _DEFAULTS = {}
 
@@ -293,7 +293,7 @@ def _footprint_lines(specs, measured):
 def gpu_memory_budget(hostvars, groups, headroom=None, candidates=None, gpu_facts=None, measured=None):
     """Each Triton host's GPU and host memory budget: {rows, refusals, unknown, lines, declared, measured, problems}.
 
-    ``gpu_facts``: host -> nvidia_gpu_info result read by this run (playbooks/verify.yml), before triton_server_gpu_info.
+    ``gpu_facts``: host -> nvidia_gpu_info result read by this run (playbooks/verify.yml), before nvidia_gpu_facts.
     ``measured``: host -> model -> version -> footprint recorded in S3 (the aiops.triton.model_footprints lookup's
     ``footprints``); counted where the inventory declares none for that version.
     """

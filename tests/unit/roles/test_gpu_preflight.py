@@ -5,6 +5,7 @@ output when the driver does not answer (rc 9). nvidia_gpu_info runs on them in-p
 through the very assert tasks of roles/triton_models and roles/triton_server preflight, run by ansible-playbook.
 """
 
+import glob
 import json
 import os
 import subprocess
@@ -48,7 +49,8 @@ def gpu_info(monkeypatch, tmp_path, capsys):
             with pytest.raises(SystemExit):
                 nvidia_gpu_info.main()
         result = json.loads(capsys.readouterr().out)
-        result.pop("invocation", None)
+        for key in ("invocation", "changed", "failed"):  # as gpu_facts keeps it (nvidia_gpu_facts)
+            result.pop(key, None)
         return result
     return run
 
@@ -67,10 +69,27 @@ def run_task(tmp_path, role, name, variables):
                           capture_output=True, text=True, check=False, timeout=120)
 
 
-def models_vars(**registered):
-    """The registered readings, and the role's own choice between them (vars/main.yml's _triton_models_gpu)."""
-    with open(os.path.join(ROOT, "roles", "triton_models", "vars", "main.yml")) as handle:
-        return dict(registered, _triton_models_gpu=yaml.safe_load(handle)["_triton_models_gpu"])
+def models_vars(facts):
+    """The run's GPU facts as roles/common's gpu_facts entry point sets them: the module result without invocation."""
+    return {"nvidia_gpu_facts": facts}
+
+
+def gpu_info_tasks():
+    """(path, task) of every task under roles/ that runs aiops.triton.nvidia_gpu_info, blocks included."""
+    def walk(tasks):
+        for item in tasks or []:
+            if not isinstance(item, dict):
+                continue
+            yield item
+            for key in ("block", "rescue", "always"):
+                yield from walk(item.get(key))
+    for path in sorted(glob.glob(os.path.join(ROOT, "roles", "*", "*", "*.yml"))):
+        with open(path) as handle:
+            tasks = yaml.safe_load(handle)
+        if isinstance(tasks, list):
+            for item in walk(tasks):
+                if "aiops.triton.nvidia_gpu_info" in item or "nvidia_gpu_info" in item:
+                    yield os.path.relpath(path, ROOT), item
 
 
 MODELS_ASSERT = ("triton_models", "Assert the NVIDIA driver answers where the PCI bus shows NVIDIA GPUs")
@@ -80,33 +99,48 @@ SERVER_ASSERT = ("triton_server", "Assert the NVIDIA driver answers where the PC
 def test_broken_driver_fails_triton_models_preflight_naming_host_and_nvidia_smi(gpu_info, tmp_path):
     result = gpu_info("written_sysfs_pci_h100x2.txt", "written_no_driver.txt", 9)
     assert result["host_kind"] == "broken"
-    proc = run_task(tmp_path, *MODELS_ASSERT, variables=models_vars(__triton_models_gpu=result))
+    proc = run_task(tmp_path, *MODELS_ASSERT, variables=models_vars(result))
     assert proc.returncode == 2, proc.stdout
     out = " ".join(proc.stdout.split())
     assert ("%s: the PCI bus shows 2 NVIDIA GPU(s) (0000:1b:00.0, 0000:43:00.0) but nvidia-smi lists none" % HOST) in out
     assert BROKEN_TEXT in out
 
 
-def test_triton_models_preflight_judges_the_reading_triton_server_made_in_this_run(gpu_info, tmp_path):
-    """site.yml: the models play skips its own read where triton_server's preflight read the GPUs."""
-    broken = gpu_info("written_sysfs_pci_h100x2.txt", "written_no_driver.txt", 9)
-    skipped = {"changed": False, "skipped": True, "skip_reason": "Conditional result was False"}
-    proc = run_task(tmp_path, *MODELS_ASSERT, variables=models_vars(__triton_models_gpu=skipped, triton_server_gpu_info=broken))
-    assert proc.returncode == 2, proc.stdout
-    assert BROKEN_TEXT in " ".join(proc.stdout.split())
-    with open(os.path.join(ROOT, "roles", "triton_models", "tasks", "preflight.yml")) as handle:
-        read = next(t for t in yaml.safe_load(handle) if t.get("register") == "__triton_models_gpu")
-    assert read["when"] == "triton_server_gpu_info.host_kind is not defined"
+def test_the_gpus_are_read_in_one_place_once_per_run_unless_refreshed():
+    """Exactly one task under roles/ runs nvidia_gpu_info: roles/common's gpu_facts entry point, which reads only when the
+    run has no GPU facts yet or its caller asks for a refresh, also in check mode, and keeps the result as nvidia_gpu_facts;
+    every other role enters it (site.yml: the models play judges the reading an earlier play made)."""
+    found = list(gpu_info_tasks())
+    assert [path for path, _ in found] == [os.path.join("roles", "common", "tasks", "gpu_facts.yml")], found
+    (_, read), = found
+    assert read["when"] == "nvidia_gpu_facts is not defined or _common_gpu_facts_refresh | bool"
+    assert read["check_mode"] is False and read["register"] == "__common_gpu_info"
+    with open(os.path.join(ROOT, "roles", "common", "tasks", "gpu_facts.yml")) as handle:
+        (keep,) = [t for t in yaml.safe_load(handle) if "ansible.builtin.set_fact" in t]
+    assert keep["ansible.builtin.set_fact"] == {
+        "nvidia_gpu_facts": "{{ __common_gpu_info | aiops.triton.drop_keys(['invocation', 'changed', 'failed']) }}"}
+    assert keep["when"] == "__common_gpu_info is not skipped"
+
+
+@pytest.mark.parametrize("role, path", [
+    ("nvidia_driver", "preflight.yml"), ("nvidia_driver", "verify.yml"), ("nvidia_container_toolkit", "preflight.yml"),
+    ("triton_server", "preflight.yml"), ("triton_models", "preflight.yml"), ("triton_models", "rollback.yml"),
+    ("triton_models", "fleet_state.yml"),
+])
+def test_each_former_reader_enters_the_gpu_facts_entry_point(role, path):
+    with open(os.path.join(ROOT, "roles", role, "tasks", path)) as handle:
+        text = handle.read()
+    assert "name: aiops.triton.common\n" in text and "tasks_from: gpu_facts\n" in text, "%s/%s" % (role, path)
 
 
 def test_broken_driver_fails_triton_server_preflight_unless_cpu_is_chosen(gpu_info, tmp_path):
     result = gpu_info("written_sysfs_pci_h100x2.txt", "written_no_driver.txt", 9)
-    proc = run_task(tmp_path, *SERVER_ASSERT, variables={"triton_server_gpu_info": result, "triton_server_install_method": "native",
+    proc = run_task(tmp_path, *SERVER_ASSERT, variables={"nvidia_gpu_facts": result, "triton_server_install_method": "native",
                                                          "triton_server_native_device": "auto"})
     assert proc.returncode == 2, proc.stdout
     out = " ".join(proc.stdout.split())
     assert HOST in out and BROKEN_TEXT in out and "triton_server_native_device=cpu" in out
-    chosen = run_task(tmp_path, *SERVER_ASSERT, variables={"triton_server_gpu_info": result, "triton_server_install_method": "native",
+    chosen = run_task(tmp_path, *SERVER_ASSERT, variables={"nvidia_gpu_facts": result, "triton_server_install_method": "native",
                                                            "triton_server_native_device": "cpu"})
     assert chosen.returncode == 0, chosen.stdout
 
@@ -118,5 +152,5 @@ def test_broken_driver_fails_triton_server_preflight_unless_cpu_is_chosen(gpu_in
 def test_cpu_and_gpu_hosts_pass(gpu_info, tmp_path, pci, query, rc, kind):
     result = gpu_info(pci, query, rc)
     assert result["host_kind"] == kind
-    proc = run_task(tmp_path, *MODELS_ASSERT, variables=models_vars(__triton_models_gpu=result))
+    proc = run_task(tmp_path, *MODELS_ASSERT, variables=models_vars(result))
     assert proc.returncode == 0, proc.stdout

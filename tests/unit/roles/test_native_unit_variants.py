@@ -1,7 +1,7 @@
 """The native unit's CPU and GPU variants and the requirements the role picks for each.
 
 Units are rendered by ansible-playbook with the role's own defaults, vars and templates; the host's state
-comes as extra vars shaped like the module results the role registers (nvidia_gpu_info's host_kind, the
+comes as extra vars shaped like what the role reads (the run's GPU facts nvidia_gpu_facts: host_kind, the
 find of /dev). Both variants pass `systemd-analyze verify`, and `systemd-analyze security --offline=yes`
 bounds their exposure; the GPU variant differs from the CPU one only where a GPU needs it.
 """
@@ -34,7 +34,7 @@ def render(tmp_path, host_kind, **extra):
     out.mkdir(exist_ok=True)
     variables = dict({"unit_out": str(out), "triton_server_venv": VENV, "_triton_server_nvidia_smi": DOUBLE,
                       "_triton_server_nvidia_modprobe": DOUBLE, "__triton_server_nvidia_nodes": NODES,
-                      "triton_server_gpu_info": {"host_kind": host_kind, "gpu_count": 2 if host_kind == "gpu" else 0}}, **extra)
+                      "nvidia_gpu_facts": {"host_kind": host_kind, "gpu_count": 2 if host_kind == "gpu" else 0}}, **extra)
     proc = subprocess.run(["ansible-playbook", PLAYBOOK, "-e", json.dumps(variables)],
                           capture_output=True, text=True, check=False, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

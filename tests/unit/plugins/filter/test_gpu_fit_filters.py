@@ -106,7 +106,7 @@ def test_a_branch_pin_is_read_and_a_pin_off_the_gpu_stack_is_not():
 
 
 def test_running_driver_from_written_facts_is_judged_before_the_pin():
-    hostvars = {"gpu-1": host(**container(triton_server_gpu_info=facts("written_t4_535_nopersist.csv"),
+    hostvars = {"gpu-1": host(**container(nvidia_gpu_facts=facts("written_t4_535_nopersist.csv"),
                                           nvidia_driver_version="560.35.03"))}
     (text,) = gpu_fit.gpu_compat_refusals(hostvars, groups(hostvars, ["gpu-1"]))
     assert text.startswith("gpu-1 (GPU 0 Tesla T4): driver 535.261.03 (running, from GPU facts) is older than 560.28.03")
@@ -114,7 +114,7 @@ def test_running_driver_from_written_facts_is_judged_before_the_pin():
 
 
 def test_forward_compatibility_declared_for_data_center_gpus_passes():
-    hostvars = {"gpu-1": host(**container(triton_server_gpu_info=facts("written_t4_535_nopersist.csv"),
+    hostvars = {"gpu-1": host(**container(nvidia_gpu_facts=facts("written_t4_535_nopersist.csv"),
                                           triton_gpu_forward_compat=True))}
     report = gpu_fit.gpu_compat_report(hostvars, groups(hostvars, ["gpu-1"]))
     assert report["refusals"] == [] and report["hosts"][0]["status"] == "ok"
@@ -125,7 +125,7 @@ def test_forward_compatibility_declared_for_data_center_gpus_passes():
 def test_native_gpu_host_is_judged_by_the_onnxruntime_gpu_the_role_pins():
     pinned = gpu_fit.native_onnxruntime_gpu()
     assert gc.onnxruntime_cuda_major(pinned) == "12"  # a pin the table knows (a CUDA 13 build needs driver >= 580)
-    hostvars = {"gpu-1": host(triton_server_gpu_info=facts("written_h100x2_535.csv"))}
+    hostvars = {"gpu-1": host(nvidia_gpu_facts=facts("written_h100x2_535.csv"))}
     report = gpu_fit.gpu_compat_report(hostvars, groups(hostvars))
     assert report["hosts"][0]["status"] == "ok"
     assert report["lines"] == ["gpu-1: ok (onnxruntime-gpu %s of the native GPU venv, CUDA 12.x (minor-version "
@@ -199,7 +199,7 @@ def test_budget_without_footprints_is_not_declared():
 
 def test_budget_reads_written_facts_declared_gpus_and_catalog_footprints():
     fp = {"footprint": {2: {"gpu_mib": 30000, "host_mib": 500}}}
-    hostvars = {"gpu-1": host(triton_server_gpu_info=facts("written_h100x2_535.csv"), triton_models_catalog=catalog(anomaly_detector=fp),
+    hostvars = {"gpu-1": host(nvidia_gpu_facts=facts("written_h100x2_535.csv"), triton_models_catalog=catalog(anomaly_detector=fp),
                               triton_host_memory_mib=8192),
                 "gpu-2": host(triton_gpus=[{"name": "NVIDIA L4", "memory_mib": 23034}], triton_models_catalog=catalog(anomaly_detector=fp))}
     budget = gpu_fit.gpu_memory_budget(hostvars, groups(hostvars))
@@ -262,13 +262,13 @@ def test_budget_reads_the_gpu_facts_a_caller_passes_before_triton_gpus():
 def test_a_plan_is_judged_by_the_compute_capability_nvidia_smi_reports_for_a_gpu_the_name_table_lacks():
     rtx = facts("written_rtx3090_noecc_535.csv")  # NVIDIA GeForce RTX 3090: not in the name table
     plan = catalog(detector={"tensorrt": {"compute_capability": "8.9"}})
-    unknown = host(["detector"], triton_server_gpu_info=rtx, triton_models_catalog=plan)
+    unknown = host(["detector"], nvidia_gpu_facts=rtx, triton_models_catalog=plan)
     report = gpu_fit.gpu_compat_report({"gpu-1": unknown}, groups({"gpu-1": unknown}))
     assert report["refusals"] == [] and "compute capability of GPU 0 NVIDIA GeForce RTX 3090 unknown" in report["not_checked"][-1]
     # nvidia_gpu_info with compute_cap read (a driver from R510 on)
     rtx["gpus"][0].update(compute_capability=smi.parse_compute_cap(open(os.path.join(RECORDINGS, "written_compute_cap_rtx3090_535.csv")).read())[0],
                           compute_capability_source="nvidia-smi")
-    known = host(["detector"], triton_server_gpu_info=rtx, triton_models_catalog=plan)
+    known = host(["detector"], nvidia_gpu_facts=rtx, triton_models_catalog=plan)
     (text,) = gpu_fit.gpu_compat_refusals({"gpu-1": known}, groups({"gpu-1": known}))
     assert text.startswith("gpu-1 (GPU 0 NVIDIA GeForce RTX 3090, compute capability 8.6): model detector version 2 is a TensorRT "
                            "plan built for compute capability 8.9")

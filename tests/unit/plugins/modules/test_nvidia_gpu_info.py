@@ -6,6 +6,7 @@ import os
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.aiops.triton.plugins.filter.gpu_facts import gpu_consistency
 from ansible_collections.aiops.triton.plugins.module_utils import nvidia_smi as smi
 from ansible_collections.aiops.triton.plugins.modules import nvidia_gpu_info
 
@@ -113,6 +114,30 @@ def test_fabricmanager_version_is_compared(capsys, host, monkeypatch):
         "fabric manager 535.161.07 does not match pinned 535.154.05",
         "fabric manager 535.161.07 != driver 535.154.05",
     ]
+
+
+@pytest.mark.parametrize("query, proc_version, fabricmanager, expected", [
+    ("written_h100x8_535.csv", "written_proc_version_proprietary_535.txt", None,
+     {"expected_driver_version": "535.154.05", "expected_gpu_count": 8}),
+    ("written_a100x2_mig_535.csv", "written_proc_version_open_535.txt", None,
+     {"expected_driver_version": "535.183.01", "expected_gpu_count": 2}),
+    ("written_h100x8_535.csv", "written_proc_version_proprietary_535.txt", "535.161.07",
+     {"expected_driver_version": "535.154.05"}),
+    ("written_h100x8_535.csv", None, None, {"expected_driver_version": "550", "expected_gpu_count": 4}),
+])
+def test_gpu_consistency_on_the_facts_is_the_module_s_own_check(capsys, host, monkeypatch, query, proc_version, fabricmanager, expected):
+    """roles/common's gpu_facts reads once without expectations; the filter gives what a second read with them would."""
+    tmp = host(query, proc_version=proc_version)
+    if fabricmanager:
+        bindir = tmp / "bin"
+        bindir.mkdir()
+        fm = bindir / "nv-fabricmanager"
+        fm.write_text("#!/bin/sh\necho 'Fabric Manager version is : %s'\n" % fabricmanager)
+        fm.chmod(0o755)
+        monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ["PATH"]))
+    facts = run_module(capsys, nvidia_smi_path=DOUBLE)
+    checked = run_module(capsys, nvidia_smi_path=DOUBLE, **expected)
+    assert gpu_consistency(facts, expected.get("expected_driver_version"), expected.get("expected_gpu_count")) == checked["problems"]
 
 
 @pytest.mark.parametrize("recording,rc,status", [
