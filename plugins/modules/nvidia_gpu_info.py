@@ -167,6 +167,15 @@ problems:
   type: list
   elements: str
   sample: ["expected 8 GPUs, nvidia-smi lists 7"]
+ansible_facts:
+  description: The same keys as the result, under C(nvidia_gpu_facts).
+  returned: always
+  type: dict
+  contains:
+    nvidia_gpu_facts:
+      description: Every key above, for the rest of the run (the host's GPU facts every role reads).
+      type: dict
+      returned: always
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -268,7 +277,8 @@ def main():
         expected_gpu_count=module.params["expected_gpu_count"],
         fabricmanager_version=result["fabricmanager_version"],
     )
-    module.exit_json(changed=False, **result)
+    # The fact other roles read (aiops.triton.common's gpu_facts entry point reads once per run).
+    module.exit_json(changed=False, ansible_facts={"nvidia_gpu_facts": result}, **result)
 
 
 if __name__ == "__main__":

@@ -191,7 +191,7 @@ EXAMPLES = r"""
     - name: Restore the last verified model set
       ansible.builtin.include_role:
         name: aiops.triton.triton_models
-        tasks_from: rollback.yml
+        tasks_from: rollback
 """
 
 RETURN = r"""

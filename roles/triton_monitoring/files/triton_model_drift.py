@@ -1,6 +1,6 @@
 """Write Triton's served model versions and the inventory's pins as a node_exporter textfile.
 
-Installed by aiops.triton.triton_monitoring (tasks_from: drift_reporter.yml) and run by a systemd
+Installed by aiops.triton.triton_monitoring (tasks_from: drift_reporter) and run by a systemd
 timer. Reads the repository index (POST /v2/repository/index, with the repository-API key the
 triton_server role stores) and the pins file (JSON: {"model": [versions] or N, ...}; N is an inventory
 entry `latest: N`: the N newest served versions count as pinned) and writes, atomically:

@@ -34,7 +34,9 @@ def play(tmp_path, **variables):
     path = tmp_path / "play.yml"
     path.write_text(yaml.safe_dump([{
         "name": "python backend", "hosts": "localhost", "gather_facts": False, "tasks": tasks,
-        "handlers": [{"name": "Restart tritonserver", "ansible.builtin.debug": {"msg": "restart"}}]}]))
+        "handlers": [{"name": "Restart tritonserver", "ansible.builtin.debug": {"msg": "restart"}},
+                     {"name": "Note the step", "ansible.builtin.debug": {"msg": "noted"},
+                      "listen": "triton_server configure changed"}]}]))
     extra = tmp_path / "extra.json"
     extra.write_text(json.dumps(dict(
         variables, __triton_server_files=[], triton_server_install_method="native", _triton_server_venv_pending=False,
