@@ -10,9 +10,12 @@ VENV := $(ROOT)/.venv
 PY := $(VENV)/bin/python
 export PATH := $(VENV)/bin:$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/.collection
+# ansible-rulebook (requirements/eda.txt) runs its rules engine in Debian's Java 17
+export JAVA_HOME ?= /usr/lib/jvm/java-17-openjdk-amd64
 HOSTS ?= 2
 APT_PACKAGES := podman runc debootstrap uidmap slirp4netns iproute2 git make python3-venv shellcheck \
-                prometheus prometheus-node-exporter haproxy socat chromium fonts-dejavu-core
+                prometheus prometheus-node-exporter prometheus-alertmanager haproxy socat chromium fonts-dejavu-core \
+                openjdk-17-jre-headless
 STAGE := $(ROOT)/tools/stage.sh
 # where tools/artifact_check.sh installs the built artifact (outside the checkout)
 ARTIFACT_COLLECTIONS := $(or $(TMPDIR),/tmp)/aiops-artifact-check/collections
@@ -30,14 +33,14 @@ system-packages:
 	if ! dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then
 	  apt-get update -qq
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(APT_PACKAGES)
-	  # The packages enable system services on :9090/:9100 (and haproxy); the monitoring and load-balancer
+	  # The packages enable system services on :9090/:9093/:9100 (and haproxy); the monitoring and load-balancer
 	  # tests start their own on loopback ports, so these must not sit on the machine.
-	  if [ -d /run/systemd/system ]; then systemctl disable --now prometheus.service prometheus-node-exporter.service haproxy.service; fi
+	  if [ -d /run/systemd/system ]; then systemctl disable --now prometheus.service prometheus-node-exporter.service prometheus-alertmanager.service haproxy.service; fi
 	fi
 
 # The venv is rebuilt only when a requirements file changes.
 venv: $(VENV)/.installed
-$(VENV)/.installed: requirements/controller.txt requirements/models-build.txt roles/triton_server/files/requirements-native.txt roles/triton_server/files/requirements-python-models.txt requirements/monitoring.txt requirements/release.txt
+$(VENV)/.installed: requirements/controller.txt requirements/models-build.txt roles/triton_server/files/requirements-native.txt roles/triton_server/files/requirements-python-models.txt requirements/monitoring.txt requirements/release.txt requirements/eda.txt
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check $(foreach f,$^,-r $(f))
 	python3 -m venv $(ROOT)/.venv-sanity

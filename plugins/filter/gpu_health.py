@@ -79,8 +79,8 @@ def gpu_health_refusals(hostvars, membership, ordered_groups, hosts, limit, cana
     return problems
 
 
-def quarantine_refusals(draining, membership, ordered_groups, states, limit):
-    """Why quarantining ``draining`` would put more hosts of a rollout group out of traffic than ``limit`` allows.
+def quarantine_refusals(draining, membership, ordered_groups, states, limit, action="quarantining"):
+    """Why ``action`` (quarantining, restarting) ``draining`` would put more hosts of a rollout group out of traffic than ``limit`` allows.
 
     Out of traffic: a member whose load-balancer state (``states``: host -> up, drained, down, maint, unknown) is not
     ``up``, plus the ones to quarantine. A storm of alerts quarantines nothing beyond the cap.
@@ -95,9 +95,9 @@ def quarantine_refusals(draining, membership, ordered_groups, states, limit):
         already = [h for h in members if h not in draining and states.get(h, "unknown") != "up"]
         allowed = max_unhealthy(limit, len(members))
         if len(taken) + len(already) > allowed:
-            problems.append("%s: quarantining %s would put %d of %d hosts out of traffic%s, more than "
+            problems.append("%s: %s %s would put %d of %d hosts out of traffic%s, more than "
                             "triton_gpu_health_max_unhealthy allows (%d)"
-                            % (group, ", ".join(taken), len(taken) + len(already), len(members),
+                            % (group, action, ", ".join(taken), len(taken) + len(already), len(members),
                                " (already out: %s)" % ", ".join("%s %s" % (h, states.get(h, "unknown")) for h in already)
                                if already else "", allowed))
     return problems

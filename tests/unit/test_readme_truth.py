@@ -167,7 +167,24 @@ def things():
     names = set(os.listdir(os.path.join(ROOT, "roles")))
     names |= set(os.path.splitext(os.path.basename(p))[0] for p in glob.glob(os.path.join(ROOT, "plugins", "modules", "*.py")))
     names |= set(os.path.splitext(os.path.basename(p))[0] for p in glob.glob(os.path.join(ROOT, "lab", "labctl_lib", "*.py")))
+    # Event-Driven Ansible content: rulebooks and event sources
+    names |= set(os.path.splitext(os.path.basename(p))[0] for p in glob.glob(os.path.join(ROOT, "extensions", "eda", "rulebooks", "*.yml")))
+    names |= set(os.path.splitext(os.path.basename(p))[0]
+                 for p in glob.glob(os.path.join(ROOT, "extensions", "eda", "plugins", "event_source", "*.py")))
+    for path in glob.glob(os.path.join(ROOT, "extensions", "eda", "rulebooks", "*.yml")):
+        with open(path) as handle:
+            names |= set(rule["name"] for ruleset in yaml.safe_load(handle) for rule in ruleset["rules"])
     return names | filter_names() | inventory_groups()
+
+
+def play_variables():
+    """Variables a playbook's play declares with a default (vars:), such as playbooks/eda_remediate.yml's."""
+    names = set()
+    for path in glob.glob(os.path.join(ROOT, "playbooks", "*.yml")):
+        with open(path) as handle:
+            for play in yaml.safe_load(handle) or []:
+                names |= set(name for name in (play.get("vars") or {}) if not name.startswith("_"))
+    return names
 
 
 def read_by_a_playbook(name):
@@ -246,7 +263,7 @@ def test_every_playbook_the_readme_runs_by_fqcn_exists():
 
 
 def test_every_variable_the_readme_names_is_declared():
-    declared = role_variables() | set(FLEET_VARIABLES)
+    declared = role_variables() | set(FLEET_VARIABLES) | play_variables()
     not_variables = things()
     undeclared = set()
     seen = set()

@@ -21,7 +21,7 @@ def serial_plays(playbook):
     return [p for p in load("playbooks", playbook) if "serial" in p]
 
 
-@pytest.mark.parametrize("playbook", ["triton_server.yml", "reboot.yml", "nvidia_driver_upgrade.yml"])
+@pytest.mark.parametrize("playbook", ["triton_server.yml", "reboot.yml", "restart.yml", "nvidia_driver_upgrade.yml"])
 def test_operations_roll_in_plan_batches_and_stop_at_the_first_failure(playbook):
     plays = load("playbooks", playbook)
     assert plays[0].get("ansible.builtin.import_playbook") == "rolling_plan.yml"

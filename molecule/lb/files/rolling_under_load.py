@@ -68,6 +68,7 @@ sys.path.insert(0, os.path.join(ROOT, ".collection"))
 import driver_upgrade_steps  # noqa: E402  (beside this file)
 import gpu_health_steps  # noqa: E402  (beside this file)
 import operator_error_steps  # noqa: E402  (beside this file)
+import restart_steps  # noqa: E402  (beside this file)
 import model_variants  # noqa: E402  (molecule/model_variants.py)
 import scenario_checks  # noqa: E402  (molecule/scenario_checks.py)
 from lab_hosts import candidates, health_ready, host_ip, main_pid, on_disk, podman, repository_index, serving  # noqa: E402
@@ -518,6 +519,7 @@ def main():
     order = ["no_change_site", "a_flag_change_check", "a_retries_off", "a_flag_change_site", "b_rolling_reboot",
              "b_reboot_without_drain", "b_retries_on"] + [name for name, _v, _k in SEQUENCE] + [
         "d_broken_canary", "e_drain_refused", "f_repair_canary"] + gpu_health_steps.ORDER + operator_error_steps.ORDER + driver_upgrade_steps.ORDER
+    order += restart_steps.ORDER
     skip = set(order[:order.index(args.start_at)]) if args.start_at else set()
     if args.stop_after:
         skip |= set(order[order.index(args.stop_after) + 1:])
@@ -628,10 +630,21 @@ def main():
         served = serving_state()["roll-1"]["anomaly_detector"][0]
         driver_upgrade_steps.run(step, check, results, args, flag, pin_lists(dict(pins, anomaly_detector=served)),
                                  gpu_health_steps.HEALTH_VARS, skip)
+    if not set(restart_steps.ORDER) <= skip:
+        served = serving_state()["roll-1"]["anomaly_detector"][0]
+        restart_steps.run(step, check, results, args, flag, pin_lists(dict(pins, anomaly_detector=served)),
+                          operator_error_steps.UNIT, lb_states, skip)
 
     json.dump(results, open(args.results, "w"), indent=2)
     print("LB OK: %d requests answered through HAProxy during the operations, 0 failed, 0 wrong"
           % sum(s["answered"] for s in results["steps"].values()))
+
+
+def lb_states():
+    """HAProxy's state of each Triton host now ({} when the admin socket gives no answer)."""
+    text = podman("exec", LB, "sh", "-c", 'echo "show servers state" | socat -t 5 stdio unix-connect:%s' % ADMIN_SOCKET,
+                  check=False).stdout
+    return Sampler.states(text) or {}
 
 
 def answered_by(counts):

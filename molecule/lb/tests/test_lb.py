@@ -21,7 +21,7 @@ STEPS = (["no_change_site", "a_retries_off", "a_flag_change_site", "b_rolling_re
             "g_quarantine_repaired", "g_rollout_after_repair"]
          + ["h_lb_down_flag_change", "h_undrain_stopped_unit_drain", "h_undrain_stopped_unit",
             "h_undrain_wrong_answer", "h_undrain_started_unit", "h_drain_refused_canary", "h_drain_force", "h_drain_force_undrain"]
-         + ["i_driver_require_gpu", "i_driver_install", "i_driver_upgrade"])
+         + ["i_driver_require_gpu", "i_driver_install", "i_driver_upgrade"] + ["j_restart_stopped"])
 
 
 @pytest.fixture(scope="module")

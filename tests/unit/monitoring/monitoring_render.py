@@ -5,6 +5,7 @@ import os
 
 import jinja2
 import yaml
+from ansible.plugins.filter.core import FilterModule
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 ROLE = os.path.join(ROOT, "roles", "triton_monitoring")
@@ -72,3 +73,29 @@ def render_file_sd_lb(hostvars, lb_hosts):
     context.update(role_file("vars", "main.yml"))
     context.update(hostvars=hostvars, _triton_monitoring_lb_hosts=lb_hosts)
     return json.loads(template.render(context))
+
+
+def _role_template(name, overrides):
+    """A role template as the template module renders it (trim_blocks, to_json, bool, include from the role's
+    templates/), the role's defaults and vars under ``overrides``."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(ROLE, "templates")),
+                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True, trim_blocks=True)
+    env.filters["to_json"] = json.dumps
+    env.filters["bool"] = FilterModule().filters()["bool"]
+    context = dict(role_file("defaults", "main.yml"))
+    context.update(role_file("vars", "main.yml"))
+    context.update(overrides or {})
+    return env.get_template(name).render(context)
+
+
+def render_alertmanager(overrides=None):
+    """templates/alertmanager.yml.j2 as Ansible writes it."""
+    return _role_template("alertmanager.yml.j2", overrides)
+
+
+def render_prometheus(overrides=None):
+    """templates/prometheus.yml.j2 (install mode) as Ansible writes it; pass the rules file and file_sd directory
+    promtool should find, since the role's defaults name them through other variables."""
+    context = {"_triton_monitoring_lb_hosts": []}
+    context.update(overrides or {})
+    return _role_template("prometheus.yml.j2", context)
