@@ -110,3 +110,15 @@ def test_one_address_still_binds_all_three(tmp_path, method):
     command = exec_start(path.read_text())
     for flag in ("--http-address", "--grpc-address", "--metrics-address"):
         assert "%s=192.0.2.7 " % flag in command
+
+
+def test_a_check_pass_on_a_new_host_renders_without_the_users_uid(tmp_path):
+    """The user module in check mode on a host without the service user returns no uid: the check pass predicts the
+    unit with a placeholder instead of failing (a red fatal on a first converge); a real run without it still fails."""
+    user = {"name": "triton", "group": "triton", "changed": True}
+    proc, path = render(tmp_path, __triton_server_user=user, triton_server_check_only=True, verify_unit=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "--user <uid of triton>:triton " in path.read_text()
+    (tmp_path / "real").mkdir()
+    proc, path = render(tmp_path / "real", __triton_server_user=user, verify_unit=False)
+    assert proc.returncode != 0 and "has no attribute 'uid'" in " ".join((proc.stdout + proc.stderr).split())
