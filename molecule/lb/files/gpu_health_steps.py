@@ -12,10 +12,10 @@ role still sees a CPU host. Then, in order:
   g_undrain_refused         undrain.yml refuses the unhealthy host and leaves it drained;
   g_cap                     one more wave_1 host with a fault puts the group over triton_gpu_health_max_unhealthy
                             (1): the rollout stops before any host changes;
-  g_quarantine_persistent   quarantine.yml on the Xid 79 host: the reset cannot clear it, the reboot neither; it
-                            stays drained and quarantined, and the run names the GPU to replace;
-  g_quarantine_repaired     the same host with a pending row remap instead: the reset clears it, the host is
-                            verified and back in traffic, its quarantine released;
+  g_quarantine_repaired     quarantine.yml on the same host with a pending row remap instead: the reset clears it,
+                            the host is verified and back in traffic, its quarantine released (a fault the reset and
+                            the reboot cannot clear, Xid 79, left drained and quarantined with the GPU to replace
+                            named: files/eda_steps.py's k_eda_gpu_storm, where the alert runs quarantine.yml);
   g_rollout_after_repair    the repaired host takes the rollout it sat out; every host serves the same version.
 """
 
@@ -32,8 +32,7 @@ STATE_FILE = "/etc/aiops-test/gpu_state"
 QUARANTINE_FILE = "/var/lib/aiops-triton/gpu_health/quarantine.json"
 HEALTH_VARS = {"triton_gpu_health_nvidia_smi_path": SMI, "triton_gpu_health_kernel_log_command": [KERNEL_LOG],
                "triton_gpu_health_max_unhealthy": 1}
-ORDER = ["g_canary_row_remap", "g_wave_fault_mid_rollout", "g_undrain_refused", "g_cap", "g_quarantine_persistent",
-         "g_quarantine_repaired", "g_rollout_after_repair"]
+ORDER = ["g_canary_row_remap", "g_wave_fault_mid_rollout", "g_undrain_refused", "g_cap", "g_quarantine_repaired", "g_rollout_after_repair"]
 
 
 def install_doubles():
@@ -128,15 +127,6 @@ def run(step, check, results, args, flag, pins_of, serving_state, wait_serving, 
                 "g: a host changed although the cap was exceeded: %s" % entry["hosts"])
         verdict(not quarantined("roll-2"), "g: a rollout that stopped before any change quarantined roll-2")
         set_state("roll-2", "healthy")
-
-    if "g_quarantine_persistent" not in skip:
-        entry, proc = step("g_quarantine_persistent", "playbooks/quarantine.yml", False, batch_rule=False,
-                           extra=["--limit", "roll-3"], servers_extra=extra, pins=pins_of(new))
-        verdict(entry["before"]["boot"]["roll-3"] != entry["after"]["boot"]["roll-3"],
-                "g: the repair did not reboot roll-3 after the reset failed")
-        verdict(entry["last_states"].get("roll-3") == "drained" and quarantined("roll-3"),
-                "g: roll-3 (Xid 79) is not left drained and quarantined: %s" % entry["last_states"])
-        verdict("replace the GPUs named" in out_of(proc), "g: the run does not say what to replace (log g_quarantine_persistent.log)")
 
     if "g_quarantine_repaired" not in skip:
         set_state("roll-3", "row_remap_pending")

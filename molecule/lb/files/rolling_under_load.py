@@ -42,13 +42,17 @@ and HTTP, concurrent clients, every request counted), with HAProxy's runtime API
      golden cases; drain.yml's refusal to empty the canary group and -e triton_rolling_drain_force=true;
   i. the driver upgrade as a flow (files/driver_upgrade_steps.py): roll-4 gets Debian's 535 driver at a pin that is
      not the newest, then playbooks/nvidia_driver_upgrade.yml moves it to the newest: drained before Triton stops,
-     packages released, upgraded, held again, GPU check, Triton started, golden cases, undrained; 0 failed requests.
+     packages released, upgraded, held again, GPU check, Triton started, golden cases, undrained; 0 failed requests;
+  j. the rolling restart (files/restart_steps.py): a host whose Triton is stopped, drained, restarted, verified, undrained;
+  k. alerts that act (files/eda_steps.py): Prometheus, Alertmanager and the real ansible-rulebook on the controller
+     remediate a GPU fault and a stopped Triton by themselves, hold an alert storm at the cap, refuse forged webhooks.
 A sampler (HAProxy's runtime API, readiness) that dies, stops or freezes before its step ends fails the step:
 its record would be short, and a short record passes checks it never made.
 Writes the counts and what it saw to --results, prints a summary, exits non-zero on the first broken promise.
 """
 
 import argparse
+import concurrent.futures
 import json
 import multiprocessing
 import os
@@ -66,6 +70,7 @@ SCENARIO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "molecule"))
 sys.path.insert(0, os.path.join(ROOT, ".collection"))
 import driver_upgrade_steps  # noqa: E402  (beside this file)
+import eda_steps  # noqa: E402  (beside this file)
 import gpu_health_steps  # noqa: E402  (beside this file)
 import operator_error_steps  # noqa: E402  (beside this file)
 import restart_steps  # noqa: E402  (beside this file)
@@ -100,12 +105,20 @@ def boot_id(host):
     return podman("exec", host, "cut", "-d", " ", "-f", "22", "/proc/1/stat").stdout.strip()
 
 
+def hosts_now():
+    """{"pid": host -> Triton's MainPID, "boot": host -> boot id}, the eight reads at once."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        pids = dict(zip(HOSTS, pool.map(main_pid, HOSTS)))
+        boots = dict(zip(HOSTS, pool.map(boot_id, HOSTS)))
+    return {"pid": pids, "boot": boots}
+
+
 def unit_has(host, text):
     return text in podman("exec", host, "cat", "/etc/systemd/system/tritonserver.service").stdout
 
 
 # -- load through the load balancer ---------------------------------------------------------------
-def _client_loop(url, protocol, stop, counts, table, texts, labels):
+def _client_loop(url, protocol, stop, counts, table, texts, labels, sending):
     """Alternate anomaly_detector and alert_classifier requests until told to stop; count each outcome.
 
     Every anomaly_detector answer is compared with what the version that answered (the response's
@@ -150,6 +163,7 @@ def _client_loop(url, protocol, stop, counts, table, texts, labels):
                 if len(errors) < 5:
                     errors.append("%s %s: %s" % (protocol, model, str(exc)[:300]))
             sent += 1
+            sending.set()
         time.sleep(0.1)  # a steady stream, not a CPU hog: Ansible, 4 Triton hosts and HAProxy share 2 cores
     counts.put({"protocol": protocol, "ok": ok, "failed": failed, "errors": errors, "versions": versions,
                 "wrong": wrong, "wrong_examples": wrong_examples})
@@ -163,14 +177,19 @@ class Load(object):
         self.counts = multiprocessing.Queue()
         texts, labels = model_variants.classifier_live_batch()
         targets = [("%s:8001" % lb_ip, "grpc"), ("%s:8000" % lb_ip, "http")] * 2
+        self.sending = [multiprocessing.Event() for _target in targets]
         self.procs = [multiprocessing.Process(target=_client_loop,
-                                              args=(url, proto, self.stop, self.counts, table, texts, labels))
-                      for url, proto in targets]
+                                              args=(url, proto, self.stop, self.counts, table, texts, labels, sending))
+                      for (url, proto), sending in zip(targets, self.sending)]
 
     def __enter__(self):
         for proc in self.procs:
             proc.start()
-        time.sleep(3)  # every client is sending before the operation starts
+        # every client has had its first request answered or failed before the operation starts (a fixed pause
+        # was both too long, 41 steps x 3 s, and no proof); one that never sends has no answer, which fails the step
+        deadline = time.time() + 60
+        for sending in self.sending:
+            sending.wait(timeout=max(0.0, deadline - time.time()))
         return self
 
     def __exit__(self, *exc):
@@ -465,10 +484,8 @@ def overlay(inventory, workdir, servers_extra=None, pins=None, addresses=None, l
     return dest
 
 
-def play(inventory_dir, log, playbook, *extra, **env_extra):
-    """ansible-playbook over the scenario's hosts. With AIOPS_LB_COLLECTIONS_PATH (make test: the installed
-    artifact) the playbook is the installed collection's, by FQCN, from a directory outside the checkout and
-    with only that collection path: a file the artifact lacks fails the step."""
+def play_env(**env_extra):
+    """The environment of the scenario's Ansible runs (play(), and the EDA steps' ansible-rulebook and its gate)."""
     env = dict(os.environ, **scenario_checks.ROLLOUT_ENV)
     # molecule's ANSIBLE_CONFIG (inherited here) names neither the lab's connection plugin path nor the
     # checkout's fact caching and forks (ansible.cfg): the runs get them as the lab's own runs do
@@ -477,8 +494,17 @@ def play(inventory_dir, log, playbook, *extra, **env_extra):
     env.update(env_extra)
     installed = os.environ.get("AIOPS_LB_COLLECTIONS_PATH")
     if installed:
-        target, cwd = "aiops.triton." + os.path.splitext(os.path.basename(playbook))[0], os.path.dirname(log)
         env.update(ANSIBLE_COLLECTIONS_PATH=installed)
+    return env
+
+
+def play(inventory_dir, log, playbook, *extra, **env_extra):
+    """ansible-playbook over the scenario's hosts. With AIOPS_LB_COLLECTIONS_PATH (make test: the installed
+    artifact) the playbook is the installed collection's, by FQCN, from a directory outside the checkout and
+    with only that collection path: a file the artifact lacks fails the step."""
+    env = play_env(**env_extra)
+    if os.environ.get("AIOPS_LB_COLLECTIONS_PATH"):
+        target, cwd = "aiops.triton." + os.path.splitext(os.path.basename(playbook))[0], os.path.dirname(log)
     else:
         target, cwd = os.path.join(ROOT, playbook), ROOT
     proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory_dir,
@@ -519,7 +545,7 @@ def main():
     order = ["no_change_site", "a_flag_change_check", "a_retries_off", "a_flag_change_site", "b_rolling_reboot",
              "b_reboot_without_drain", "b_retries_on"] + [name for name, _v, _k in SEQUENCE] + [
         "d_broken_canary", "e_drain_refused", "f_repair_canary"] + gpu_health_steps.ORDER + operator_error_steps.ORDER + driver_upgrade_steps.ORDER
-    order += restart_steps.ORDER
+    order += restart_steps.ORDER + eda_steps.ORDER
     skip = set(order[:order.index(args.start_at)]) if args.start_at else set()
     if args.stop_after:
         skip |= set(order[order.index(args.stop_after) + 1:])
@@ -531,23 +557,25 @@ def main():
     addresses = dict((h, host_ip(h)) for h in HOSTS)
 
     def step(name, playbook, expect_ok, batch_rule=True, extra=(), env=None, readiness=None, drain_proof=None,
-             lost_ok=False, **inventory):
+             lost_ok=False, run=None, **inventory):
         """readiness: None, or {host: {model: version}} to hold during the step (Readiness); {} records only.
         drain_proof: the hosts whose Triton goes down in the step; each must be seen drained with nothing in
         flight before it stops (drain_problems; recorded, and checked unless lost_ok). lost_ok: the step is
-        meant to lose requests (a drain skipped on purpose): failed requests are recorded, not refused."""
+        meant to lose requests (a drain skipped on purpose): failed requests are recorded, not refused.
+        run: instead of the playbook, run(inventory_dir) -> an object with returncode, stdout and stderr (the EDA
+        steps: what the rulebook did), under the same load and samplers."""
         if drain_proof and readiness is None:
             readiness = {}
         inv = overlay(args.inventory, workdir, addresses=addresses, **inventory)
-        before = {"pid": dict((h, main_pid(h)) for h in HOSTS), "boot": dict((h, boot_id(h)) for h in HOSTS)}
+        before = hosts_now()
         start = time.time()
         sampler = Sampler()
         ready = Readiness(addresses, readiness) if readiness is not None else None
         with Load(lb_ip, table) as load:
-            proc = play(inv, os.path.join(workdir, "%s.log" % name), playbook, *extra, **(env or {}))
+            proc = run(inv) if run else play(inv, os.path.join(workdir, "%s.log" % name), playbook, *extra, **(env or {}))
         samples = sampler.close()
         ready = ready.close() if ready else None
-        after = {"pid": dict((h, main_pid(h)) for h in HOSTS), "boot": dict((h, boot_id(h)) for h in HOSTS)}
+        after = hosts_now()
         counts = load.result
         out_sets, broken = Sampler.out_sets(samples)
         entry = {"rc": proc.returncode, "seconds": round(time.time() - start, 1), "clients": counts,
@@ -634,6 +662,10 @@ def main():
         served = serving_state()["roll-1"]["anomaly_detector"][0]
         restart_steps.run(step, check, results, args, flag, pin_lists(dict(pins, anomaly_detector=served)),
                           operator_error_steps.UNIT, lb_states, skip)
+    if not set(eda_steps.ORDER) <= skip:
+        served = serving_state()["roll-1"]["anomaly_detector"][0]
+        eda_steps.run(step, check, results, args, flag, pin_lists(dict(pins, anomaly_detector=served)), lb_states, play,
+                      play_env, lambda **inventory: overlay(args.inventory, workdir, addresses=addresses, **inventory), skip)
 
     json.dump(results, open(args.results, "w"), indent=2)
     print("LB OK: %d requests answered through HAProxy during the operations, 0 failed, 0 wrong"

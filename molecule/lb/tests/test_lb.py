@@ -17,11 +17,12 @@ FAILED = {"c_corrupt_model": ("anomaly_detector", 3, 2), "c_regressed_model": ("
           "c_slow_on_live_traffic": ("alert_classifier", 2, 1)}
 STEPS = (["no_change_site", "a_retries_off", "a_flag_change_site", "b_rolling_reboot", "b_retries_on"] + SEQUENCE
          + ["d_broken_canary", "e_drain_refused", "e_drain_one", "e_undrain_one", "f_repair_canary", "f_undrain_canary"]
-         + ["g_canary_row_remap", "g_wave_fault_mid_rollout", "g_undrain_refused", "g_cap", "g_quarantine_persistent",
-            "g_quarantine_repaired", "g_rollout_after_repair"]
+         + ["g_canary_row_remap", "g_wave_fault_mid_rollout", "g_undrain_refused", "g_cap", "g_quarantine_repaired",
+            "g_rollout_after_repair"]
          + ["h_lb_down_flag_change", "h_undrain_stopped_unit_drain", "h_undrain_stopped_unit",
             "h_undrain_wrong_answer", "h_undrain_started_unit", "h_drain_refused_canary", "h_drain_force", "h_drain_force_undrain"]
-         + ["i_driver_require_gpu", "i_driver_install", "i_driver_upgrade"] + ["j_restart_stopped"])
+         + ["i_driver_require_gpu", "i_driver_install", "i_driver_upgrade"] + ["j_restart_stopped"]
+         + ["k_eda_forged_webhook", "k_eda_gpu_storm", "k_eda_storm_repaired", "k_eda_gpu_fault", "k_eda_triton_stopped"])
 
 
 @pytest.fixture(scope="module")
@@ -276,3 +277,15 @@ def test_the_driver_sources_blacklist_and_persistence_daemon(results):
     assert lines[0] == "644" and "blacklist nouveau" in lines and "options nouveau modeset=0" in lines
     enabled, active = files["persistenced"].splitlines()
     assert enabled == "enabled" and active in ("inactive", "failed")  # no module to talk to
+
+
+def test_alerts_acted_by_themselves_within_the_stated_time(results):
+    """files/eda_steps.py: Prometheus -> Alertmanager -> ansible-rulebook -> the gate -> the collection's playbooks."""
+    eda = results["eda"]
+    assert eda["fault_first_state"] == "drained"
+    assert eda["fault_to_out_of_traffic_s"] is not None and eda["fault_to_out_of_traffic_s"] <= 90, eda["fault_to_out_of_traffic_s"]
+    storm = eda["storm"]
+    assert storm["quarantined"] in ("roll-2", "roll-3", "roll-4") and len(storm["refused"]) == 2, storm
+    assert storm["quarantined"] in storm["pages"]
+    assert [eda["forged"][k] for k in ("no_token", "wrong_token", "bad_json", "bad_payload")] == [401, 401, 400, 400]
+    assert eda["forged"]["records"] == []

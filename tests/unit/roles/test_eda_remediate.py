@@ -24,10 +24,14 @@ def event(host=HOST, alertname="TritonGPUUnhealthy"):
         "alertmanager": {}, "meta": {"hosts": host}}}
 
 
-def run(tmp_path, extra, hosts=(HOST,), limit=HOST):
+def run(tmp_path, extra, hosts=(HOST, "eda-lab-2"), limit=HOST):  # a second host: a group a drain would not empty
     inventory = tmp_path / "inventory.yml"
+    # the balancer's view for the cap check a restart or quarantine passes first (the site-hook status method; every
+    # host's state, as HAProxy's status read sets it): every host up
     inventory.write_text(yaml.safe_dump({"all": {"children": {"triton_servers": {"hosts": dict(
-        (h, {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}) for h in hosts)}}}}))
+        (h, {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "triton_lb_drain_method": "command",
+             "triton_lb_status_command": "echo up", "triton_lb_states": dict((other, "up") for other in hosts)})
+        for h in hosts)}}}}))
     state = tmp_path / "eda"
     variables = dict({"ansible_eda": event(), "aiops_eda_state_dir": str(state)}, **extra)
     extra_file = tmp_path / "extra.json"
