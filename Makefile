@@ -21,7 +21,7 @@ STAGE := $(ROOT)/tools/stage.sh
 ARTIFACT_COLLECTIONS := $(or $(TMPDIR),/tmp)/aiops-artifact-check/collections
 
 .PHONY: help setup system-packages venv collection-link lab lab-image lab-up lab-services lab-down lab-triton-image \
-        wheelhouse models publish-models site test unit lint sanity artifact test-installed test-fleet integration molecule ee test-ee test-ee-lab bench bench-fleet bench-ab clean
+        wheelhouse models publish-models site test unit lint sanity artifact test-installed test-fleet integration molecule ee test-ee test-ee-lab de test-de bench bench-fleet bench-ab clean
 
 help:
 	@sed -n '2,4p' Makefile
@@ -180,6 +180,20 @@ ee: lab-image
 	podman image ls $(EE_IMAGE)
 
 # The EE as AWX / ansible-navigator run it (tools/ee_check.sh; not a stage of `make test`).
+# The decision environment: ansible-rulebook and Java on the EE (decision-environment.yml). `make test-de` runs the
+# collection's rulebook in it against the converged lab (`make lab` first; tools/de_check.sh). Not stages of `make test`.
+DE_IMAGE ?= localhost/aiops-triton-de:$(EE_VERSION)
+de: ee
+	rm -rf build/de
+	ansible-builder create -f decision-environment.yml -c build/de/context --output-filename Containerfile >/dev/null
+	podman build --pull=never --build-arg EE_BASE_IMAGE=$(EE_IMAGE) \
+	  -v /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro \
+	  -f build/de/context/Containerfile -t $(DE_IMAGE) build/de/context
+	podman image ls $(DE_IMAGE)
+
+test-de: de
+	DE_IMAGE=$(DE_IMAGE) tools/de_check.sh --lab
+
 test-ee: ee
 	EE_IMAGE=$(EE_IMAGE) tools/ee_check.sh
 

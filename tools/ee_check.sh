@@ -70,66 +70,9 @@ echo "EE $image: collection, dependencies, docs, playbooks and the controller-si
 $lab || exit 0
 
 # --- aiops.triton.site from inside the EE against the lab hosts, over SSH ----------------------------------
-inventory=$root/inventories/lab/hosts.yml
-[ -f "$inventory" ] || { echo "FAIL: no lab hosts ($inventory): make lab"; exit 1; }
-# every host of the lab's inventory (lab-N, lab-lb)
-mapfile -t hosts < <(python - "$inventory" <<'EOF'
-import sys
-import yaml
-def walk(group):
-    yield from (group.get("hosts") or {})
-    for child in (group.get("children") or {}).values():
-        yield from walk(child or {})
-print("\n".join(sorted({h for group in yaml.safe_load(open(sys.argv[1])).values() for h in walk(group or {})})))
-EOF
-)
-[ "${#hosts[@]}" -gt 0 ] || { echo "FAIL: no hosts in $inventory"; exit 1; }
-# the lab key into each host, their host keys into known_hosts: {"key", "known_hosts", "hosts": {name: address}}
-ssh_json=$(python "$root/lab/labctl.py" ssh "${hosts[@]}")
-
-project=$work/lab
-mkdir -p "$project/models"
-cp -r "$root/inventories/lab" "$project/inventory"
-# host_vars: each host at its bridge address as labctl reads it now
-mkdir -p "$project/inventory/host_vars"
-ssh_dir=$(python - "$ssh_json" "$project/inventory/host_vars" <<'EOF'
-import json
-import os
-import sys
-answer = json.loads(sys.argv[1])
-for name, address in answer["hosts"].items():
-    with open(os.path.join(sys.argv[2], name + ".yml"), "w") as fh:
-        fh.write("---\nansible_host: %s\n" % address)
-assert os.path.dirname(answer["known_hosts"]) == os.path.dirname(answer["key"])
-print(os.path.dirname(answer["key"]))
-EOF
-)
-# the lab transport (lab_podman: the lab's, not in the EE) swapped for SSH in the groups that set it
-for group in triton_servers triton_lb; do
-  cat >"$project/inventory/group_vars/$group/connection.yml" <<'EOF'
----
-# Written by tools/ee_check.sh --lab: the lab hosts over SSH, as an execution environment reaches a fleet.
-# /lab-ssh is lab/.state/ssh mounted read-only: the lab key, and known_hosts with each host's own host key
-# (read through podman by lab/labctl.py ssh), checked strictly.
-ansible_connection: ansible.builtin.ssh
-ansible_user: root
-ansible_pipelining: true
-ansible_ssh_private_key_file: /lab-ssh/id_ed25519
-ansible_ssh_common_args: -o UserKnownHostsFile=/lab-ssh/known_hosts -o StrictHostKeyChecking=yes -o IdentitiesOnly=yes
-EOF
-done
-# the catalog the lab's group_vars read from AIOPS_LAB_MODEL_DIR/<model>/model.yml, copied into the project
-(cd "$root/model_repository" && find . -mindepth 2 -maxdepth 2 -name model.yml -exec cp --parents {} "$project/models/" \;)
-# the project's own settings, the checkout's ansible.cfg less its lab transport path
-printf '%s\n' '[defaults]' 'forks = 20' 'gathering = smart' >"$project/ansible.cfg"
-
-# the controller-side environment the lab's group_vars look up: S3, the Triton API key, the wheelhouse
-eval "$(python "$root/lab/labctl.py" env)"
-env_args=(--senv "AIOPS_LAB_MODEL_DIR=$project/models")
-for var in AIOPS_LAB_S3_ENDPOINT AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AIOPS_LAB_TRITON_API_KEY AIOPS_LAB_WHEELHOUSE; do
-  [ -n "${!var:-}" ] || { echo "FAIL: lab/labctl.py env set no $var"; exit 1; }
-  env_args+=(--penv "$var")  # passed by name: no secret on a command line
-done
+# the lab project (the lab hosts over SSH): $project, $ssh_dir, hosts, env_args
+# shellcheck source=tools/lab_ssh_project.sh
+. "$root/tools/lab_ssh_project.sh"
 cd "$project"
 started=$SECONDS
 rc=0

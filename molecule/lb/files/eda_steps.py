@@ -235,6 +235,13 @@ def finished(records, since):
     return [r for r in records[since:] if r.get("outcome") != "started"]
 
 
+def decided(records, since, remediation, host=None):
+    """The finished records of remediation (of host) that acted or were refused: not a throttled duplicate (a
+    notification of an alert the gate has already handled, or one for a host remediated inside the window)."""
+    return [r for r in finished(records, since) if r.get("remediation") == remediation and r.get("outcome") != "throttled"
+            and host in (None, r.get("host"))]
+
+
 def run(step, check, results, args, flag, pins_now, lb_states, play, play_env, overlay, skip):
     """``step``/``check`` are the driver's; ``flag`` the servers' vars the fleet runs with, ``pins_now`` the group pins
     it serves; ``lb_states()`` HAProxy's state per host; ``play``/``play_env``/``overlay`` the driver's runner, its
@@ -312,14 +319,14 @@ def _steps(step, verdict, stack, servers_extra, pins_now, lb_states, skip, resul
                 gpu_health_steps.set_state(host, "xid79")
             # one quarantine (its ladder ends in a reboot), two refusals; the quarantined host's TritonDown (its
             # reboot) may add a throttled record
-            wait_for(lambda: len([r for r in finished(stack.records(), before) if r.get("remediation") == "quarantine"]) >= 3, 420)
+            wait_for(lambda: len(decided(stack.records(), before, "quarantine")) >= 3, 420)
             time.sleep(5)
             storm["records"] = stack.records()[before:]
             storm["pages"] = stack.pages()
             return rulebook_view(before)
         entry, _proc = step("k_eda_gpu_storm", None, True, run=gpu_storm, readiness={}, **common)
         eda["storm"] = storm
-        quarantines = [r for r in finished(storm["records"], 0) if r.get("remediation") == "quarantine"]
+        quarantines = decided(storm["records"], 0, "quarantine")
         acted = [r for r in quarantines if r["outcome"] in ("done", "failed")]
         refused = [r for r in quarantines if r["outcome"] == "refused"]
         storm["quarantined"] = acted[0]["host"] if len(acted) == 1 else None
@@ -367,11 +374,10 @@ def _steps(step, verdict, stack, servers_extra, pins_now, lb_states, skip, resul
                            interval=0.5)
             eda["fault_to_out_of_traffic_s"] = round(time.time() - start, 1) if out else None
             eda["fault_first_state"] = seen[-1] if seen else None
-            wait_for(lambda: [r for r in finished(stack.records(), before) if r["host"] == host and r["remediation"] == "quarantine"], 300)
+            wait_for(lambda: decided(stack.records(), before, "quarantine", host), 300)
             return rulebook_view(before)
         entry, proc = step("k_eda_gpu_fault", None, True, run=gpu_fault, readiness={}, **common)
-        done = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
-        done = [r for r in done if r["host"] == host and r["remediation"] == "quarantine" and r["outcome"] != "started"]
+        done = decided([json.loads(line) for line in proc.stdout.splitlines() if line.strip()], 0, "quarantine", host)
         seconds = eda.get("fault_to_out_of_traffic_s")
         verdict(seconds is not None and seconds <= FAULT_TO_DRAIN_S,
                 "k (fault): %s not out of traffic within %d s of its GPU fault (%s s)" % (host, FAULT_TO_DRAIN_S, seconds))
@@ -392,11 +398,10 @@ def _steps(step, verdict, stack, servers_extra, pins_now, lb_states, skip, resul
         def triton_stopped(_inventory):
             before = len(stack.records())
             podman("exec", host, "systemctl", "stop", "tritonserver")
-            wait_for(lambda: [r for r in finished(stack.records(), before) if r["host"] == host and r["remediation"] == "restart"], 300)
+            wait_for(lambda: decided(stack.records(), before, "restart", host), 300)
             return rulebook_view(before)
         entry, proc = step("k_eda_triton_stopped", None, True, run=triton_stopped, readiness={}, **common)
-        done = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
-        done = [r for r in done if r["host"] == host and r["remediation"] == "restart" and r["outcome"] != "started"]
+        done = decided([json.loads(line) for line in proc.stdout.splitlines() if line.strip()], 0, "restart", host)
         verdict(len(done) == 1 and done[0]["outcome"] == "done" and done[0]["alert"]["alertname"] == "TritonDown",
                 "k (stopped): no `done` restart record of %s for its TritonDown alert: %s" % (host, done))
         verdict(entry["after"]["pid"][host] not in (None, "", "0", 0) and entry["after"]["pid"][host] != entry["before"]["pid"][host]
