@@ -72,13 +72,6 @@ def http(url, body=None, token=None, timeout=10):
         return None, str(exc)
 
 
-class Result(object):
-    """What step() reads from a run: returncode, stdout, stderr."""
-
-    def __init__(self, returncode, stdout, stderr=""):
-        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
-
-
 class Stack(object):
     """Prometheus, Alertmanager and ansible-rulebook on the controller, for the scenario's hosts."""
 
@@ -142,7 +135,7 @@ class Stack(object):
             "triton_monitoring_alertmanager_group_wait": "1s", "triton_monitoring_alertmanager_group_interval": "1s",
         }
 
-    def up(self, inventory_dir, play, servers_extra):
+    def up(self, inventory_dir, play):
         """Reporters on the hosts and the controller's configs (playbooks/monitoring.yml), then the three services."""
         config = os.path.join(self.dir, "prometheus", "prometheus.yml")
         with open(config, "w") as handle:  # until the play has written the targets and rules
@@ -230,15 +223,11 @@ class Stack(object):
             log.close()
 
 
-def finished(records, since):
-    """The records after the first `since` of them that end an alert's handling (anything but `started`)."""
-    return [r for r in records[since:] if r.get("outcome") != "started"]
-
-
 def decided(records, since, remediation, host=None):
-    """The finished records of remediation (of host) that acted or were refused: not a throttled duplicate (a
-    notification of an alert the gate has already handled, or one for a host remediated inside the window)."""
-    return [r for r in finished(records, since) if r.get("remediation") == remediation and r.get("outcome") != "throttled"
+    """The records after the first `since` of them that end the handling of an alert of remediation (of host) by
+    acting or refusing: not `started`, not a throttled duplicate (a notification of an alert the gate has already
+    handled, or one for a host remediated inside the window)."""
+    return [r for r in records[since:] if r.get("remediation") == remediation and r.get("outcome") not in ("started", "throttled")
             and host in (None, r.get("host"))]
 
 
@@ -257,7 +246,7 @@ def run(step, check, results, args, flag, pins_now, lb_states, play, play_env, o
     inventory_dir = overlay(servers_extra=servers_extra, pins=pins_now)
     stack = Stack(os.path.dirname(args.results), play_env())
     try:
-        stack.up(inventory_dir, play, servers_extra)
+        stack.up(inventory_dir, play)
         _steps(step, verdict, stack, servers_extra, pins_now, lb_states, skip, results)
     finally:
         results.setdefault("eda", {})["rulebook_log_tail"] = stack.tail("rulebook", 60)
@@ -278,7 +267,8 @@ def _steps(step, verdict, stack, servers_extra, pins_now, lb_states, skip, resul
     def rulebook_view(before):
         """What the rulebook did in the step: its new records (stdout), and its log's tail (stderr)."""
         new = stack.records()[before:]
-        return Result(0 if stack.alive("rulebook") else 1, "\n".join(json.dumps(r) for r in new), stack.tail("rulebook"))
+        return subprocess.CompletedProcess("ansible-rulebook", 0 if stack.alive("rulebook") else 1,
+                                           "\n".join(json.dumps(r) for r in new), stack.tail("rulebook"))
 
     eda = results.setdefault("eda", {})
     common = dict(servers_extra=servers_extra, pins=pins_now, batch_rule=False)
