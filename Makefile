@@ -21,7 +21,7 @@ STAGE := $(ROOT)/tools/stage.sh
 ARTIFACT_COLLECTIONS := $(or $(TMPDIR),/tmp)/aiops-artifact-check/collections
 
 .PHONY: help setup system-packages venv collection-link lab lab-image lab-up lab-services lab-down lab-triton-image \
-        wheelhouse models publish-models site test unit lint sanity artifact test-installed test-fleet integration molecule ee test-ee test-ee-lab de test-de bench bench-fleet bench-ab clean
+        wheelhouse models publish-models site eda eda-down test unit lint sanity artifact test-installed test-fleet integration molecule ee test-ee test-ee-lab de test-de bench bench-fleet bench-ab clean
 
 help:
 	@sed -n '2,4p' Makefile
@@ -102,7 +102,18 @@ lab: lab-up publish-models site
 	ansible-playbook -i inventories/lab playbooks/verify.yml
 	# The lab's Prometheus (Debian's package on lab-1; inventories/lab-monitoring layers the group on).
 	ansible-playbook -i inventories/lab -i inventories/lab-monitoring playbooks/monitoring.yml
-	echo "Lab Prometheus: http://$$(podman inspect -f '{{(index .NetworkSettings.Networks "aiops-lab").IPAddress}}' lab-1):9090"
+	echo "Lab Prometheus: http://$$(podman inspect -f '{{(index .NetworkSettings.Networks "aiops-lab").IPAddress}}' lab-1):9090," \
+	  "Alertmanager: :9093 (make eda starts the rulebook it sends to)"
+
+# Alerts that act by themselves in the lab: the collection's rulebook (ansible-rulebook, Java 17) on this machine,
+# where lab-1's Alertmanager (make lab) sends TritonGPUUnhealthy, TritonDown, TritonNotReady and the drift alerts.
+# EDA_DRY_RUN=1: the gate records what it would run and runs nothing. Records: lab/.state/eda/results.jsonl;
+# make lab-down stops it.
+eda:
+	eval "$$($(PY) lab/labctl.py env)"; $(PY) lab/labctl.py eda $(if $(filter 1 true yes,$(EDA_DRY_RUN)),--dry-run)
+
+eda-down:
+	$(PY) lab/labctl.py eda --stop
 
 ## --- tests ----------------------------------------------------------------------------------------
 test: setup lab-services publish-models

@@ -8,8 +8,12 @@
     labctl.py down                   remove hosts, services, network, state and the podman drop-in;
                                      leave nothing running
     labctl.py status                 what is running
-    labctl.py env                    shell exports for the lab's S3 credentials (never printed elsewhere) and,
-                                     while lab-lb runs, its HTTP and gRPC frontends (AIOPS_LAB_LB_HTTP/_GRPC)
+    labctl.py eda [--dry-run|--stop] start the collection's rulebook (ansible-rulebook) on this machine for the lab:
+                                     its webhook on the gateway, where lab-1's Alertmanager sends (make lab, make eda);
+                                     down stops it
+    labctl.py env                    shell exports for the lab's secrets (S3 credentials, the rulebook's token;
+                                     never printed elsewhere), the rulebook's webhook and, while lab-lb runs, its
+                                     HTTP and gRPC frontends (AIOPS_LAB_LB_HTTP/_GRPC)
     labctl.py ssh [NAME ...]         put the lab SSH key (lab/.state/ssh, made once) into root's authorized_keys of
                                      each named container of the lab image (default: the lab hosts and lab-lb),
                                      their host keys into lab/.state/ssh/known_hosts, log in once over SSH; prints
@@ -27,7 +31,8 @@ A small "gateway keeper" container holds the bridge up so services can bind to i
 before any host exists.
 
 This file is the command line and the lab-wide steps (up, down, status); lab/labctl_lib/ has one module
-per thing the lab manages: podman_conf, image, triton_image, services, hosts, ssh (common: shared names, podman).
+per thing the lab manages: podman_conf, image, triton_image, services, hosts, ssh, memory, eda (common: shared
+names, podman).
 """
 
 import argparse
@@ -36,7 +41,7 @@ import os
 import shutil
 import sys
 
-from labctl_lib import common, hosts, image, memory, podman_conf, services, ssh, triton_image
+from labctl_lib import common, eda, hosts, image, memory, podman_conf, services, ssh, triton_image
 
 
 def up(count, os_name):
@@ -97,7 +102,7 @@ def down():
 def status():
     for name in hosts.lab_hosts() + [hosts.LB_HOST]:
         common.log("%s running=%s" % (name, common.container_running(name)))
-    for name in ("s3", "wheelhouse"):
+    for name in ("s3", "wheelhouse", "eda"):
         common.log("%s pid=%s" % (name, services.service_pid(name)))
 
 
@@ -115,6 +120,9 @@ def main(argv=None):
     sub.add_parser("down")
     sub.add_parser("status")
     sub.add_parser("env")
+    p_eda = sub.add_parser("eda")
+    p_eda.add_argument("--dry-run", action="store_true", help="the gate records what it would run and runs nothing")
+    p_eda.add_argument("--stop", action="store_true", help="stop the rulebook (down stops it too)")
     p_ssh = sub.add_parser("ssh")
     p_ssh.add_argument("names", nargs="*", metavar="NAME")
     sub.add_parser("triton-image")
@@ -142,6 +150,11 @@ def main(argv=None):
         elif args.cmd == "memory":
             names = args.names or hosts.lab_hosts()
             print(json.dumps(dict((n, memory.host_memory(memory.cgroup_dir(n))) for n in names), indent=1, sort_keys=True))
+        elif args.cmd == "eda":
+            if args.stop:
+                services.stop_service("eda", grace=20)
+            else:
+                eda.start(dry_run=args.dry_run)
         elif args.cmd == "status":
             status()
         elif args.cmd == "env":
@@ -150,6 +163,7 @@ def main(argv=None):
             print("export AIOPS_LAB_S3_ENDPOINT=%s" % services.s3_endpoint())
             print("export AIOPS_LAB_WHEELHOUSE=http://%s:%d/" % (common.GATEWAY, common.WHEELHOUSE_PORT))
             print("export AIOPS_LAB_MODEL_DIR=%s" % os.path.join(common.ROOT, "model_repository"))
+            print("export AIOPS_LAB_EDA_URL=%s" % eda.webhook_url())
             for proto, endpoint in sorted(hosts.lb_endpoints().items()):
                 print("export AIOPS_LAB_LB_%s=%s" % (proto.upper(), endpoint))
     except common.LabError as exc:

@@ -25,9 +25,11 @@ def ensure_network(os_name):
 
 
 def pid_alive(pid):
+    """Running: a process that exited but is not yet reaped (a zombie of the process that started it) is not."""
     try:
         os.kill(pid, 0)
-        return True
+        with open("/proc/%d/stat" % pid) as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
 
@@ -40,9 +42,11 @@ def service_pid(name):
     return pid if pid and pid_alive(pid) else None
 
 
-def wait_port(host, port, timeout=30):
+def wait_port(host, port, timeout=30, proc=None):
     deadline = time.time() + timeout
     while time.time() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise common.LabError("it exited (%d) before anything listened on %s:%d" % (proc.returncode, host, port))
         with socket.socket() as sock:
             sock.settimeout(1)
             if sock.connect_ex((host, port)) == 0:
@@ -51,32 +55,42 @@ def wait_port(host, port, timeout=30):
     raise common.LabError("nothing listens on %s:%d after %ds" % (host, port, timeout))
 
 
-def start_service(name, cmd, port):
+def start_service(name, cmd, port, env=None, timeout=30):
     if service_pid(name):
         common.log("%s already running" % name)
         return
     os.makedirs(common.STATE, exist_ok=True)
     logf = open(os.path.join(common.STATE, name + ".log"), "ab")
     proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            start_new_session=True, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+                            start_new_session=True, env=dict(env or os.environ, PYTHONUNBUFFERED="1"))
     with open(os.path.join(common.STATE, name + ".pid"), "w") as fh:
         fh.write(str(proc.pid))
-    wait_port(common.GATEWAY, port)
+    try:
+        wait_port(common.GATEWAY, port, timeout, proc)
+    except common.LabError as exc:
+        stop_service(name)
+        raise common.LabError("%s did not start: %s (log: %s)" % (name, exc, os.path.relpath(logf.name, common.ROOT)))
     common.log("%s listening on %s:%d" % (name, common.GATEWAY, port))
 
 
 def credentials():
-    """Lab secrets (S3 keys, Triton API key), generated once and kept 0600 in lab/.state."""
+    """Lab secrets (S3 keys, Triton API key, the rulebook's webhook token), generated once and kept 0600 in
+    lab/.state."""
     path = os.path.join(common.STATE, "s3-credentials.json")
-    if not os.path.exists(path):
+    creds = {}
+    if os.path.exists(path):
+        with open(path) as fh:
+            creds = json.load(fh)
+    new = {"AWS_ACCESS_KEY_ID": "lab" + secrets.token_hex(6), "AWS_SECRET_ACCESS_KEY": secrets.token_hex(20),
+           "AIOPS_LAB_TRITON_API_KEY": secrets.token_hex(16), "AIOPS_EDA_TOKEN": secrets.token_hex(20)}
+    missing = dict((key, value) for key, value in new.items() if key not in creds)
+    if missing:  # a new lab, or one started before a secret was added: the ones it has stay
+        creds.update(missing)
         os.makedirs(common.STATE, exist_ok=True)
-        creds = {"AWS_ACCESS_KEY_ID": "lab" + secrets.token_hex(6), "AWS_SECRET_ACCESS_KEY": secrets.token_hex(20),
-                 "AIOPS_LAB_TRITON_API_KEY": secrets.token_hex(16)}
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
             json.dump(creds, fh)
-    with open(path) as fh:
-        return json.load(fh)
+    return creds
 
 
 def s3_endpoint():
@@ -106,15 +120,21 @@ def start_services(os_name):
         resp.read()
 
 
+def stop_service(name, grace=5):
+    pid = service_pid(name)
+    if pid:
+        os.killpg(pid, signal.SIGTERM)
+        for _attempt in range(grace * 10):
+            if not pid_alive(pid):
+                break
+            time.sleep(0.1)
+        else:
+            os.killpg(pid, signal.SIGKILL)
+        common.log("stopped %s" % name)
+
+
 def stop_services():
+    # the rulebook first: its gate's runs use the S3 and the hosts the others serve
+    stop_service("eda", grace=20)
     for name in ("wheelhouse", "s3"):
-        pid = service_pid(name)
-        if pid:
-            os.killpg(pid, signal.SIGTERM)
-            for _attempt in range(50):
-                if not pid_alive(pid):
-                    break
-                time.sleep(0.1)
-            else:
-                os.killpg(pid, signal.SIGKILL)
-            common.log("stopped %s" % name)
+        stop_service(name)

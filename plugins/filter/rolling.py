@@ -85,19 +85,24 @@ def rolling_summary(hostvars, hosts, details=""):
     return summary_lines(rows, ROLLING_KEYS, ROLLING_ALWAYS, details)
 
 
+# load-balancer states of a host that takes no traffic (unknown is not among them: it may be serving)
+NOT_SERVING = ("down", "drained", "maint")
+
+
 def drain_refusals(draining, membership, ordered_groups, states):
     """Why draining ``draining`` would leave a rollout group with no host up (empty: it would not).
 
     ``membership``: group -> hosts (Ansible's ``groups``); ``ordered_groups``: the rollout groups;
     ``states``: host -> load-balancer state (up, drained, down, maint, unknown); a host missing from it
-    is unknown, which does not count as serving.
+    is unknown, which does not count as serving. Hosts that all serve nothing already (down, drained, maint) take
+    no traffic away: restarting or repairing the only host of a group whose Triton died is what brings it back.
     """
     draining = list(draining or [])
     problems = []
     for group in ordered_groups or []:
         members = list(membership.get(group) or [])
         taken = [h for h in members if h in draining]
-        if not taken:
+        if not taken or all(states.get(h) in NOT_SERVING for h in taken):
             continue
         rest = [h for h in members if h not in draining]
         if any(states.get(h) == "up" for h in rest):

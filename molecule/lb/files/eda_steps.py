@@ -26,6 +26,7 @@ import json
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -88,10 +89,8 @@ class Stack(object):
         self.am = "http://127.0.0.1:%d" % self.ports["alertmanager"]
         self.source = "http://127.0.0.1:%d" % self.ports["source"]
         self.state = os.path.join(self.dir, "state")
+        # the role writes it (triton_monitoring_alertmanager_eda_token), as an operator's vaulted token
         self.token_file = os.path.join(self.dir, "eda.token")
-        with open(self.token_file, "w") as handle:
-            handle.write(TOKEN)
-        os.chmod(self.token_file, 0o600)
 
     def start(self, name, argv, extra_env=None):
         log = open(os.path.join(self.dir, name + ".log"), "w")
@@ -130,6 +129,7 @@ class Stack(object):
             "triton_monitoring_alertmanager_config_group": "root",
             "triton_monitoring_alertmanager_eda_url": self.source + "/alerts",
             "triton_monitoring_alertmanager_eda_token_file": self.token_file,
+            "triton_monitoring_alertmanager_eda_token": TOKEN,
             # the two this scenario proves (the drift rule runs only models --check: tests/integration/test_eda_rulebook.py)
             "triton_monitoring_alertmanager_eda_alerts": ["TritonGPUUnhealthy", "TritonDown"],
             "triton_monitoring_alertmanager_group_wait": "1s", "triton_monitoring_alertmanager_group_interval": "1s",
@@ -149,6 +149,12 @@ class Stack(object):
         proc = play(inventory_dir, os.path.join(self.dir, "monitoring.log"), "playbooks/monitoring.yml")
         if proc.returncode != 0:
             raise RuntimeError("monitoring.yml failed (log %s):\n%s" % (os.path.join(self.dir, "monitoring.log"), proc.stdout[-3000:]))
+        with open(self.token_file) as handle:
+            written = handle.read()
+        if written != TOKEN or stat.S_IMODE(os.stat(self.token_file).st_mode) != 0o640 or TOKEN in proc.stdout + proc.stderr:
+            raise RuntimeError("the role's token file: %s holds the token: %s, mode %o (want 0640), the token in the play's "
+                               "output: %s" % (self.token_file, written == TOKEN, stat.S_IMODE(os.stat(self.token_file).st_mode),
+                                               TOKEN in proc.stdout + proc.stderr))
         rules = os.path.join(self.dir, "prometheus", "rules")
         snippet = os.path.join(self.dir, "prometheus", "aiops-triton-scrape-configs.yml")
         with open(snippet) as handle:

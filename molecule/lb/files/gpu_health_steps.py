@@ -10,8 +10,8 @@ role still sees a CPU host. Then, in order:
                             that host is drained, quarantined and named a host fault, not a model fault; the model
                             is not rolled back; every other host upgrades; 0 failed requests;
   g_undrain_refused         undrain.yml refuses the unhealthy host and leaves it drained;
-  g_cap                     one more wave_1 host with a fault puts the group over triton_gpu_health_max_unhealthy
-                            (1): the rollout stops before any host changes;
+                            (the cap, triton_gpu_health_max_unhealthy (1), stops a rollout before any host changes
+                            in g_canary_row_remap, the same task; through the alert path in eda_steps' storm)
   g_quarantine_repaired     quarantine.yml on the same host with a pending row remap instead: the reset clears it,
                             the host is verified and back in traffic, its quarantine released (a fault the reset and
                             the reboot cannot clear, Xid 79, left drained and quarantined with the GPU to replace
@@ -32,7 +32,7 @@ STATE_FILE = "/etc/aiops-test/gpu_state"
 QUARANTINE_FILE = "/var/lib/aiops-triton/gpu_health/quarantine.json"
 HEALTH_VARS = {"triton_gpu_health_nvidia_smi_path": SMI, "triton_gpu_health_kernel_log_command": [KERNEL_LOG],
                "triton_gpu_health_max_unhealthy": 1}
-ORDER = ["g_canary_row_remap", "g_wave_fault_mid_rollout", "g_undrain_refused", "g_cap", "g_quarantine_repaired", "g_rollout_after_repair"]
+ORDER = ["g_canary_row_remap", "g_wave_fault_mid_rollout", "g_undrain_refused", "g_quarantine_repaired", "g_rollout_after_repair"]
 
 
 def install_doubles():
@@ -115,18 +115,6 @@ def run(step, check, results, args, flag, pins_of, serving_state, wait_serving, 
         verdict(entry["last_states"].get("roll-3") == "drained" and "host fault" in out_of(proc)
                 and "fallen off the bus" in out_of(proc),
                 "g: undrain.yml did not refuse the unhealthy roll-3 by its fault: %s" % entry["last_states"])
-
-    if "g_cap" not in skip:
-        set_state("roll-2", "row_remap_pending")
-        entry, proc = step("g_cap", "playbooks/model_upgrade.yml", False, batch_rule=False,
-                           servers_extra=extra, pins=pins_of(base))
-        entry["hosts"] = serving_state()
-        verdict("more than triton_gpu_health_max_unhealthy allows (1)" in out_of(proc),
-                "g: the cap did not stop the rollout (log g_cap.log)")
-        verdict([entry["hosts"][h]["anomaly_detector"] for h in HOSTS] == [[new], [new], [base], [new]],
-                "g: a host changed although the cap was exceeded: %s" % entry["hosts"])
-        verdict(not quarantined("roll-2"), "g: a rollout that stopped before any change quarantined roll-2")
-        set_state("roll-2", "healthy")
 
     if "g_quarantine_repaired" not in skip:
         set_state("roll-3", "row_remap_pending")

@@ -28,14 +28,13 @@ and HTTP, concurrent clients, every request counted), with HAProxy's runtime API
   d. a server change that breaks Triton (an invalid extra argument) with playbooks/triton_server.yml: the
      canary stays drained, the run stops before the next batch (the other hosts keep their MainPID and
      their unit), the summary names the canary, 0 failed requests;
-  e. hardware work: drain.yml refuses to empty a rollout group (nothing drained), drains one host, undrain.yml
-     verifies it and puts it back; 0 failed requests;
+  (e. the hardware work of drain.yml and undrain.yml on one host is h's: drained, verified, put back)
   f. the fix for d, re-run: playbooks/triton_server.yml without the bad argument restarts the canary alone,
      verifies it and puts it back in traffic; every host up, 0 failed requests;
   g. GPU health (files/gpu_health_steps.py): a canary with a pending row remap stops a rollout before any host
      changes; a wave host whose GPU falls off the bus mid-rollout is drained, quarantined and named a host fault
-     while the others upgrade; undrain.yml refuses it; the cap stops a rollout; quarantine.yml leaves a persistent
-     fault drained and repairs one a GPU reset clears;
+     while the others upgrade; undrain.yml refuses it; quarantine.yml repairs a fault a GPU reset clears (the
+     cap holds a storm in k);
   h. errors that name their cause (files/operator_error_steps.py): a flag change whose balancer socket does not
      answer stops before any restart and names the socket, its host and what to run; undrain.yml refuses a host
      whose Triton unit is stopped at once, naming the unit and its state, and one whose model answers wrongly on its
@@ -544,7 +543,7 @@ def main():
         results["steps"] = json.load(open(args.results)).get("steps", {})
     order = ["no_change_site", "a_flag_change_check", "a_retries_off", "a_flag_change_site", "b_rolling_reboot",
              "b_reboot_without_drain", "b_retries_on"] + [name for name, _v, _k in SEQUENCE] + [
-        "d_broken_canary", "e_drain_refused", "f_repair_canary"] + gpu_health_steps.ORDER + operator_error_steps.ORDER + driver_upgrade_steps.ORDER
+        "d_broken_canary", "f_repair_canary"] + gpu_health_steps.ORDER + operator_error_steps.ORDER + driver_upgrade_steps.ORDER
     order += restart_steps.ORDER + eda_steps.ORDER
     skip = set(order[:order.index(args.start_at)]) if args.start_at else set()
     if args.stop_after:
@@ -645,8 +644,6 @@ def main():
     broken = dict(flag, triton_server_extra_args=[BAD_ARG])
     if "d_broken_canary" not in skip:
         broken_canary(step, results, args, broken, now)
-    if "e_drain_refused" not in skip:
-        hardware_work(step, results, args, broken, now)
     if "f_repair_canary" not in skip:
         repair(step, results, args, flag, now)
     gpu_health_steps.run(step, check, results, args, flag, lambda v: pin_lists(dict(pins, anomaly_detector=v)),
@@ -878,22 +875,6 @@ def broken_canary(step, results, args, broken, pins_v2):
           "d: the broken unit is not on the canary alone", results, args.results)
     check(any(line.startswith("roll-1 [triton_canary]: failed, left drained") for line in entry["summary"]),
           "d: the summary does not name the canary as left drained: %s" % entry["summary"], results, args.results)
-
-
-def hardware_work(step, results, args, broken, pins_v2):
-    """drain.yml refuses to empty a rollout group (nothing drained), drains one host of it, undrain.yml
-    verifies it and puts it back."""
-    same = dict(batch_rule=False, servers_extra=broken, pins=pins_v2)
-    entry, proc = step("e_drain_refused", "playbooks/drain.yml", False, extra=["--limit", ",".join(HOSTS[1:])], **same)
-    # ansible-core prints a failed task's message on stderr
-    check("triton_wave_1 would have no host up" in proc.stdout + proc.stderr and all(entry["last_states"][h] == "up" for h in HOSTS[1:]),
-          "e: drain.yml did not refuse to empty triton_wave_1 before draining: %s" % entry["last_states"], results, args.results)
-    entry, proc = step("e_drain_one", "playbooks/drain.yml", True, extra=["--limit", "roll-2"], **same)
-    check(entry["last_states"]["roll-2"] == "drained" and entry["last_states"]["roll-3"] == "up",
-          "e: drain.yml --limit roll-2 left %s" % entry["last_states"], results, args.results)
-    entry, proc = step("e_undrain_one", "playbooks/undrain.yml", True, extra=["--limit", "roll-2"], **same)
-    check(entry["last_states"]["roll-2"] == "up", "e: undrain.yml --limit roll-2 left %s" % entry["last_states"],
-          results, args.results)
 
 
 def repair(step, results, args, flag, pins_v2):

@@ -52,3 +52,18 @@ def test_peers_of_unknown_state_do_not_count_as_serving():
 
 def test_groups_without_a_drained_host_are_left_alone():
     assert drain_refusals(["lab-2"], GROUPS, ORDER, {"lab-3": "up", "lab-1": "down"}) == []
+
+
+def test_a_host_that_serves_nothing_already_takes_no_traffic_away():
+    # the only host of a group, its Triton dead (HAProxy: down): restarting it is what brings the group back
+    for state in ("down", "drained", "maint"):
+        assert drain_refusals(["lab-1"], GROUPS, ORDER, {"lab-1": state}) == [], state
+    assert drain_refusals(["lab-2", "lab-3", "lab-4"], GROUPS, ORDER, {"lab-2": "down", "lab-3": "drained", "lab-4": "maint"}) == []
+
+
+def test_a_host_of_unknown_state_may_be_serving_and_is_refused():
+    assert drain_refusals(["lab-1"], GROUPS, ORDER, {"lab-1": "unknown"}) == ["triton_canary would have no host up (draining lab-1)"]
+    assert drain_refusals(["lab-1"], GROUPS, ORDER, {}) == ["triton_canary would have no host up (draining lab-1)"]
+    # one serving host among the drained ones is enough to refuse
+    assert drain_refusals(["lab-2", "lab-3", "lab-4"], GROUPS, ORDER, {"lab-2": "down", "lab-3": "up", "lab-4": "down"}) == [
+        "triton_wave_1 would have no host up (draining lab-2, lab-3, lab-4)"]
