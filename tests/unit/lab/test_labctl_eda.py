@@ -98,9 +98,8 @@ def test_a_service_that_listens_is_started_once_and_stopped_by_stop_services(sta
     services.start_service("eda", cmd, port, timeout=20)
     assert services.service_pid("eda") == pid, "a running service is not started twice"
     services.stop_services()
+    # (not "nothing listens on the port": a connect to a free ephemeral port can connect to itself on Linux)
     assert not services.pid_alive(pid) and services.service_pid("eda") is None
-    with pytest.raises(common.LabError):
-        services.wait_port("127.0.0.1", port, timeout=1)
 
 
 def test_lab_monitoring_routes_to_the_rulebook_labctl_starts():
