@@ -18,8 +18,9 @@ reporter every 2 s, scrapes every 1 s, the alerts' `for` 3 s, Alertmanager's gro
   k_eda_gpu_fault       a pending row remap on one host the storm refused: the alert quarantines it, it is out of
                         traffic (HAProxy's drain state) within FAULT_TO_DRAIN_S of the fault, the reset clears it, it is
                         verified and back in traffic, recorded `done` with the alert's labels; 0 failed requests;
-  k_eda_triton_stopped  Triton stopped on the other refused host: TritonDown restarts it through restart.yml (drained,
-                        restarted, verified, undrained), recorded `done`; 0 failed requests.
+  k_eda_triton_stopped  Triton stopped on the other refused host (before the step, once HAProxy has it out: a Triton
+                        dying under load loses what it was answering): TritonDown restarts it through restart.yml
+                        (drained, restarted, verified, undrained), recorded `done`; 0 failed requests.
 """
 
 import json
@@ -390,10 +391,15 @@ def _steps(step, verdict, stack, servers_extra, pins_now, lb_states, skip, resul
 
     if "k_eda_triton_stopped" not in skip:
         host = refused[-1]
+        # The fault comes before the step, as j's does: a Triton that dies under load loses what it was answering
+        # (no drain can save those; one CI run lost 13). The step is the alert path's remediation, which must
+        # lose nothing: from HAProxy's health check taking the host out to the restart putting it back.
+        before = len(stack.records())
+        podman("exec", host, "systemctl", "stop", "tritonserver")
+        verdict(wait_for(lambda: lb_states().get(host) != "up", 30, interval=0.5),
+                "k (stopped): HAProxy still sends to %s 30 s after its Triton stopped" % host)
 
         def triton_stopped(_inventory):
-            before = len(stack.records())
-            podman("exec", host, "systemctl", "stop", "tritonserver")
             wait_for(lambda: decided(stack.records(), before, "restart", host), 300)
             return rulebook_view(before)
         entry, proc = step("k_eda_triton_stopped", None, True, run=triton_stopped, readiness={}, **common)
