@@ -73,6 +73,11 @@ def start_service(name, cmd, port, env=None, timeout=30):
     common.log("%s listening on %s:%d" % (name, common.GATEWAY, port))
 
 
+# each lab secret and how it is made (only when the lab's file lacks it)
+SECRETS = {"AWS_ACCESS_KEY_ID": lambda: "lab" + secrets.token_hex(6), "AWS_SECRET_ACCESS_KEY": lambda: secrets.token_hex(20),
+           "AIOPS_LAB_TRITON_API_KEY": lambda: secrets.token_hex(16), "AIOPS_EDA_TOKEN": lambda: secrets.token_hex(20)}
+
+
 def credentials():
     """Lab secrets (S3 keys, Triton API key, the rulebook's webhook token), generated once and kept 0600 in
     lab/.state."""
@@ -81,9 +86,7 @@ def credentials():
     if os.path.exists(path):
         with open(path) as fh:
             creds = json.load(fh)
-    new = {"AWS_ACCESS_KEY_ID": "lab" + secrets.token_hex(6), "AWS_SECRET_ACCESS_KEY": secrets.token_hex(20),
-           "AIOPS_LAB_TRITON_API_KEY": secrets.token_hex(16), "AIOPS_EDA_TOKEN": secrets.token_hex(20)}
-    missing = dict((key, value) for key, value in new.items() if key not in creds)
+    missing = dict((key, make()) for key, make in SECRETS.items() if key not in creds)
     if missing:  # a new lab, or one started before a secret was added: the ones it has stay
         creds.update(missing)
         os.makedirs(common.STATE, exist_ok=True)

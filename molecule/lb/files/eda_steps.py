@@ -38,6 +38,7 @@ import urllib.request
 import yaml
 
 import gpu_health_steps
+import restart_steps
 from lab_hosts import podman
 
 HOSTS = ["roll-1", "roll-2", "roll-3", "roll-4"]
@@ -151,11 +152,11 @@ class Stack(object):
         if proc.returncode != 0:
             raise RuntimeError("monitoring.yml failed (log %s):\n%s" % (os.path.join(self.dir, "monitoring.log"), proc.stdout[-3000:]))
         with open(self.token_file) as handle:
-            written = handle.read()
-        if written != TOKEN or stat.S_IMODE(os.stat(self.token_file).st_mode) != 0o640 or TOKEN in proc.stdout + proc.stderr:
+            holds = handle.read() == TOKEN
+        mode, leaked = stat.S_IMODE(os.stat(self.token_file).st_mode), TOKEN in proc.stdout + proc.stderr
+        if not holds or mode != 0o640 or leaked:
             raise RuntimeError("the role's token file: %s holds the token: %s, mode %o (want 0640), the token in the play's "
-                               "output: %s" % (self.token_file, written == TOKEN, stat.S_IMODE(os.stat(self.token_file).st_mode),
-                                               TOKEN in proc.stdout + proc.stderr))
+                               "output: %s" % (self.token_file, holds, mode, leaked))
         rules = os.path.join(self.dir, "prometheus", "rules")
         snippet = os.path.join(self.dir, "prometheus", "aiops-triton-scrape-configs.yml")
         with open(snippet) as handle:
@@ -391,12 +392,11 @@ def _steps(step, verdict, stack, servers_extra, pins_now, lb_states, skip, resul
 
     if "k_eda_triton_stopped" not in skip:
         host = refused[-1]
-        # The fault comes before the step, as j's does: a Triton that dies under load loses what it was answering
-        # (no drain can save those; one CI run lost 13). The step is the alert path's remediation, which must
-        # lose nothing: from HAProxy's health check taking the host out to the restart putting it back.
+        # The fault comes before the step, as j's does (one CI run lost 13 requests to a stop inside it). The step is
+        # the alert path's remediation, which must lose nothing: from HAProxy's health check taking the host out to
+        # the restart putting it back.
         before = len(stack.records())
-        podman("exec", host, "systemctl", "stop", "tritonserver")
-        verdict(wait_for(lambda: lb_states().get(host) != "up", 30, interval=0.5),
+        verdict(restart_steps.stop_out_of_traffic(host, "tritonserver", lb_states) != "up",
                 "k (stopped): HAProxy still sends to %s 30 s after its Triton stopped" % host)
 
         def triton_stopped(_inventory):

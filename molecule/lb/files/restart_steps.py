@@ -16,6 +16,17 @@ HOST = "roll-3"
 ORDER = ["j_restart_stopped"]
 
 
+def stop_out_of_traffic(host, unit, lb_states, timeout=30):
+    """Stop the host's Triton, then wait until HAProxy's health check has it out (a fault injected before a step:
+    a Triton dying under load loses what it was answering, which no drain can save); HAProxy's state then
+    ("up" if it still sends there after ``timeout`` s)."""
+    podman("exec", host, "systemctl", "stop", unit)
+    deadline = time.time() + timeout
+    while time.time() < deadline and lb_states().get(host) == "up":
+        time.sleep(0.5)
+    return lb_states().get(host)
+
+
 def run(step, check, results, args, flag, pins_now, unit, lb_states, skip):
     """``step``/``check`` are the driver's; ``flag`` the servers' vars the fleet runs with, ``pins_now`` the group
     pins it serves, ``unit`` Triton's unit, ``lb_states`` a function returning HAProxy's state per host."""
@@ -25,11 +36,7 @@ def run(step, check, results, args, flag, pins_now, unit, lb_states, skip):
     def verdict(cond, message):
         check(cond, message, results, args.results)
 
-    podman("exec", HOST, "systemctl", "stop", unit)
-    deadline = time.time() + 30
-    while time.time() < deadline and lb_states().get(HOST) == "up":
-        time.sleep(0.5)
-    stopped = lb_states().get(HOST)
+    stopped = stop_out_of_traffic(HOST, unit, lb_states)
     verdict(stopped != "up", "j: HAProxy still sends to roll-3 30 s after its Triton stopped")
     entry, proc = step("j_restart_stopped", "playbooks/restart.yml", True, extra=["--limit", HOST], readiness={},
                        servers_extra=flag, pins=pins_now)
