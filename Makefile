@@ -127,8 +127,9 @@ test: setup lab-services publish-models
 	# molecule/lb converges and runs every operation through the collection the artifact stage installed
 	$(STAGE) --pytest molecule      env AIOPS_LB_COLLECTIONS_PATH=$(ARTIFACT_COLLECTIONS) $(MAKE) --no-print-directory molecule
 	# the EE (make ee) as AWX runs it: the 2-host lab converged, then a no-change site.yml from inside the EE
-	# over SSH (changed=0 everywhere); lab-smoke then reuses and tears down that lab
-	$(STAGE) ee-lab        $(MAKE) --no-print-directory test-ee-lab
+	# over SSH (changed=0 everywhere); lab-smoke then reuses and tears down that lab (-o: the models this run
+	# published above)
+	$(STAGE) ee-lab        $(MAKE) --no-print-directory -o publish-models test-ee-lab
 	$(STAGE) lab-smoke     tools/lab_smoke.sh
 	echo "ALL STAGES PASSED"
 

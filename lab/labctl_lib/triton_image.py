@@ -53,10 +53,18 @@ def build_from_context(ref, key, context, volumes=()):
     common.log("built image %s (key %s)" % (ref, key))
 
 
+def wheelhouse_packages():
+    """The wheelhouse's package files, the image's inputs: not the images/ folder this build publishes into,
+    which would change the key after the first build (on a fresh wheelhouse, every second call rebuilt)."""
+    if not os.path.isdir(common.WHEELHOUSE):
+        return []
+    return sorted(name for name in os.listdir(common.WHEELHOUSE) if os.path.isfile(os.path.join(common.WHEELHOUSE, name)))
+
+
 def build_triton_image(os_name="debian12"):
     """The Triton image, saved as an OCI archive the wheelhouse server publishes (an air-gapped mirror)."""
     base = image.build_image(os_name)
-    wheels = sorted(os.listdir(common.WHEELHOUSE)) if os.path.isdir(common.WHEELHOUSE) else []
+    wheels = wheelhouse_packages()
     if not any(w.startswith("nvidia_pytriton-") for w in wheels):
         raise common.LabError("the wheelhouse %s has no nvidia-pytriton wheel: run `make wheelhouse` first" % common.WHEELHOUSE)
     key = context_key(base, TRITON_CONTEXT, wheels)

@@ -1,4 +1,4 @@
-"""The container method under change: a hot model update, a broken version rolled back, kill -9.
+"""The container method under change: a hot model update, kill -9.
 
 Run from side_effect.yml on the controller against the scenario's inventory:
   0. first, as converged: the role's shipped default, triton_server_container_key_file_args: false (the key in
@@ -7,12 +7,9 @@ Run from side_effect.yml on the controller against the scenario's inventory:
      there, hidepid hides it);
   1. anomaly_detector 1 -> 2 (and ops_pipeline, which needs 2) with playbooks/model_upgrade.yml: rc 0,
      the host serves exactly the new pins, and the same container kept running (a hot update);
-  2. the broken anomaly_detector 3 (prepare.yml published it): the run fails verification of v3's golden
-     cases (the rollout summary says so, molecule/scenario_checks.py), the host is rolled back and serves 2
-     again, same container;
-  3. kill -9 of the container's main process on the host: systemd restarts the unit, a new container
+  2. kill -9 of the container's main process on the host: systemd restarts the unit, a new container
      serves the same models, inference answers;
-  4. last, triton_server.yml with key_file_args true (the lab image reads the key from a file): the setting
+  3. last, triton_server.yml with key_file_args true (the lab image reads the key from a file): the setting
      changed on a live host, the key leaves Triton's argv (verify checks every view of it).
 Writes what it saw to --results and exits non-zero on the first broken promise.
 """
@@ -105,12 +102,6 @@ def upgrade(inventory, workdir, name, anomaly):
     return playbook(inventory, workdir, name, "playbooks/model_upgrade.yml", {"triton_models_list": pins})
 
 
-def broken_case_names(workdir):
-    """The golden case names of the broken version 3 (files/publish_broken.py wrote them)."""
-    with open(os.path.join(workdir, "broken_repository", "anomaly_detector", "3", "golden_cases.json")) as handle:
-        return [case["name"] for case in json.load(handle)["cases"]]
-
-
 # What an unprivileged host user can read of a running Triton: every process's command line, the process
 # table, the engine, the unit's properties, Triton's journal. Each view keeps its exit status: one that cannot
 # run shows nothing, and must fail the check, not pass it (scenario_checks.view_outcome). nobody's HOME
@@ -182,23 +173,6 @@ def main():
           and results["hot_update"]["serving"].get("ops_pipeline") == [1],
           "hot update: serving %s" % results["hot_update"]["serving"])
     check(results["hot_update"]["container_kept"], "hot update restarted the container")
-
-    started = time.time()
-    rc, log = upgrade(args.inventory, workdir, "broken_v3", [3])
-    results["rollback"] = {"rc": rc, "seconds": round(time.time() - started, 1), "serving": serving(ip),
-                           "container_kept": container()["id"] == before["id"]}
-    with open(log) as handle:
-        text = handle.read()
-    cases = broken_case_names(workdir)
-    results["rollback"]["broken_cases"] = cases
-    results["rollback"]["golden_cases_failed"] = scenario_checks.golden_case_failures(text, HOST, "anomaly_detector", 3)
-    results["rollback"]["summary"] = scenario_checks.summary_lines(text, HOST)
-    check(rc != 0, "broken version 3 was accepted (log %s)" % log)
-    why = scenario_checks.rolled_back_for_golden_cases(text, HOST, "anomaly_detector", 3, cases)
-    check(why is None, "broken v3: %s (log %s)" % (why, log))
-    check(results["rollback"]["serving"].get("anomaly_detector") == [2],
-          "after the rollback: serving %s" % results["rollback"]["serving"])
-    check(results["rollback"]["container_kept"], "the rollback restarted the container")
 
     restarts = int(on_host("systemctl", "show", "-p", "NRestarts", "--value", "tritonserver").stdout.strip() or 0)
     killed = container()

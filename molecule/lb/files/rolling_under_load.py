@@ -4,7 +4,7 @@ First a site.yml that changes nothing (no host drained, none restarted, changed=
 operations below, each with ansible-playbook against the scenario's own inventory plus an overlay of its
 group_vars (nothing under git changes), each under live load through HAProxy (real tritonclient, gRPC
 and HTTP, concurrent clients, every request counted), with HAProxy's runtime API sampled throughout:
-  a. HAProxy's retries switched off (load_balancer.yml, retry-on none), then a Triton flag change
+  a. with HAProxy's retries off (retry-on none: the scenario converges with group_vars/triton_lb), a Triton flag change
      (triton_server_log_verbose: 1, and HTTP bound to the host's lab address instead of 0.0.0.0, which every
      later step keeps) applied with site.yml: every host restarts (MainPID changes), 0 failed
      requests, hosts out of traffic only ever within one batch of the plan, and each host seen in HAProxy's
@@ -16,7 +16,7 @@ and HTTP, concurrent clients, every request counted), with HAProxy's runtime API
   c. the failure sequence of issue 21 with playbooks/model_upgrade.yml, one run each, on the same hosts:
      anomaly_detector 1 -> 2 (good, every host); 3 (corrupt model.onnx: fails to load as the candidate);
      4 (version 1's graph under version 2's golden cases: loads, fails them; two failures in a row);
-     5 (good again, every host); alert_classifier 2 (its golden cases pass, but it is slow on requests of
+     alert_classifier 2 (its golden cases pass, but it is slow on requests of
      more texts than any golden case holds, as the live clients send): the canary's bake on its own
      /metrics against wave_1's sees the latency and rolls it back. After every failed step: the canary
      rolled back, wave_1 never fetched the version, every host serves the last verified version with
@@ -42,9 +42,9 @@ and HTTP, concurrent clients, every request counted), with HAProxy's runtime API
   i. the driver upgrade as a flow (files/driver_upgrade_steps.py): roll-4 gets Debian's 535 driver at a pin that is
      not the newest, then playbooks/nvidia_driver_upgrade.yml moves it to the newest: drained before Triton stops,
      packages released, upgraded, held again, GPU check, Triton started, golden cases, undrained; 0 failed requests;
-  j. the rolling restart (files/restart_steps.py): a host whose Triton is stopped, drained, restarted, verified, undrained;
   k. alerts that act (files/eda_steps.py): Prometheus, Alertmanager and the real ansible-rulebook on the controller
-     remediate a GPU fault and a stopped Triton by themselves, hold an alert storm at the cap, refuse forged webhooks.
+     remediate a GPU fault and a stopped Triton (playbooks/restart.yml: drained, restarted, verified, undrained) by
+     themselves and hold an alert storm at the cap (forged webhooks: tests/integration/test_eda_rulebook.py).
 A sampler (HAProxy's runtime API, readiness) that dies, stops or freezes before its step ends fails the step:
 its record would be short, and a short record passes checks it never made.
 Writes the counts and what it saw to --results, prints a summary, exits non-zero on the first broken promise.
@@ -72,7 +72,6 @@ import driver_upgrade_steps  # noqa: E402  (beside this file)
 import eda_steps  # noqa: E402  (beside this file)
 import gpu_health_steps  # noqa: E402  (beside this file)
 import operator_error_steps  # noqa: E402  (beside this file)
-import restart_steps  # noqa: E402  (beside this file)
 import model_variants  # noqa: E402  (molecule/model_variants.py)
 import scenario_checks  # noqa: E402  (molecule/scenario_checks.py)
 from lab_hosts import candidates, health_ready, host_ip, main_pid, on_disk, podman, repository_index, serving  # noqa: E402
@@ -90,7 +89,7 @@ BAD_ARG = "--no-such-flag=1"
 # The failure sequence, one model_upgrade.yml run each, in this order on the same hosts (issue 21):
 # (step, version, kind); the canary gets each first, wave_1 only a good one.
 SEQUENCE = [("c_model_rollout", 2, "good"), ("c_corrupt_model", 3, "corrupt"), ("c_regressed_model", 4, "regressed"),
-            ("c_good_again", 5, "good"), ("c_slow_on_live_traffic", 2, "slow")]
+            ("c_slow_on_live_traffic", 2, "slow")]
 SEQUENCE_MODEL = {"good": "anomaly_detector", "corrupt": "anomaly_detector", "regressed": "anomaly_detector",
                   "slow": "alert_classifier"}
 # anomaly_detector version -> the build version whose graph it carries (5 is 2's files again)
@@ -541,10 +540,10 @@ def main():
     print("playbooks from: %s" % results["collections_path"])
     if args.start_at and os.path.exists(args.results):
         results["steps"] = json.load(open(args.results)).get("steps", {})
-    order = ["no_change_site", "a_flag_change_check", "a_retries_off", "a_flag_change_site", "b_rolling_reboot",
+    order = ["no_change_site", "a_flag_change_check", "a_flag_change_site", "b_rolling_reboot",
              "b_reboot_without_drain", "b_retries_on"] + [name for name, _v, _k in SEQUENCE] + [
         "d_broken_canary", "f_repair_canary"] + gpu_health_steps.ORDER + operator_error_steps.ORDER + driver_upgrade_steps.ORDER
-    order += restart_steps.ORDER + eda_steps.ORDER
+    order += eda_steps.ORDER
     skip = set(order[:order.index(args.start_at)]) if args.start_at else set()
     if args.stop_after:
         skip |= set(order[order.index(args.stop_after) + 1:])
@@ -571,19 +570,24 @@ def main():
         sampler = Sampler()
         ready = Readiness(addresses, readiness) if readiness is not None else None
         with Load(lb_ip, table) as load:
+            started = time.time()
             proc = run(inv) if run else play(inv, os.path.join(workdir, "%s.log" % name), playbook, *extra, **(env or {}))
+            played = time.time() - started
         samples = sampler.close()
         ready = ready.close() if ready else None
         after = hosts_now()
         counts = load.result
         out_sets, broken = Sampler.out_sets(samples)
-        entry = {"rc": proc.returncode, "seconds": round(time.time() - start, 1), "clients": counts,
+        # seconds: the whole step; play_seconds: the playbook (or the EDA wait) alone, the rest is the harness's
+        entry = {"rc": proc.returncode, "seconds": round(time.time() - start, 1), "play_seconds": round(played, 1), "clients": counts,
                  "answered": sum(c["ok"] for c in counts), "failed": sum(c["failed"] for c in counts),
                  "wrong": sum(c["wrong"] for c in counts), "answered_by": answered_by(counts),
                  "before": before, "after": after, "samples": len(samples), "unanswered_samples": sampler.unanswered, "out_of_traffic": out_sets,
                  "sampler_problem": sampler.sampler_problem(time.time() - start), "readiness": ready,
                  "max_out": max([len(s) for s in out_sets] or [0]), "batch_rule_broken": broken[:5],
                  "last_states": samples[-1][1] if samples else {},
+                 # hosts seen with HAProxy's drain admin bit (an operator's drain, not a failed health check)
+                 "drained_seen": sorted({h for _t, d in sampler.details for h, v in d.items() if v["drain"]}),
                  "summary": [line for h in HOSTS for line in scenario_checks.summary_lines(proc.stdout, h)]}
         if drain_proof:
             entry["drain_problems"] = drain_problems(sampler.details, ready["first_down"], drain_proof)
@@ -624,8 +628,6 @@ def main():
     flag = {"triton_server_log_verbose": 1, "triton_server_http_address": "{{ aiops_lab_address }}"}
     if "a_flag_change_check" not in skip:
         flag_change_check(step, results, args, flag)
-    if "a_retries_off" not in skip:
-        retries(step, results, args, flag, off=True)
     if "a_flag_change_site" not in skip:
         flag_change(step, results, args, flag)
     if "b_rolling_reboot" not in skip:
@@ -633,7 +635,7 @@ def main():
     if "b_reboot_without_drain" not in skip:
         reboot_without_drain(step, results, args, flag)
     if "b_retries_on" not in skip:
-        retries(step, results, args, flag, off=False)
+        retries_on(step, results, args, flag)
     pins = {"anomaly_detector": 1, "alert_classifier": 1}  # what the converge left serving
     for name, version, kind in SEQUENCE:
         if name not in skip:
@@ -646,6 +648,8 @@ def main():
         broken_canary(step, results, args, broken, now)
     if "f_repair_canary" not in skip:
         repair(step, results, args, flag, now)
+    if not set(gpu_health_steps.ORDER) <= skip:  # the good version they roll out: version 2's files as 5
+        model_variants.publish_anomaly(workdir, 5, "good")
     gpu_health_steps.run(step, check, results, args, flag, lambda v: pin_lists(dict(pins, anomaly_detector=v)),
                          serving_state, wait_serving, skip)
     if not set(operator_error_steps.ORDER) <= skip:  # the pins of what every host serves now (the GPU steps roll one)
@@ -655,10 +659,6 @@ def main():
         served = serving_state()["roll-1"]["anomaly_detector"][0]
         driver_upgrade_steps.run(step, check, results, args, flag, pin_lists(dict(pins, anomaly_detector=served)),
                                  gpu_health_steps.HEALTH_VARS, skip)
-    if not set(restart_steps.ORDER) <= skip:
-        served = serving_state()["roll-1"]["anomaly_detector"][0]
-        restart_steps.run(step, check, results, args, flag, pin_lists(dict(pins, anomaly_detector=served)),
-                          operator_error_steps.UNIT, lb_states, skip)
     if not set(eda_steps.ORDER) <= skip:
         served = serving_state()["roll-1"]["anomaly_detector"][0]
         eda_steps.run(step, check, results, args, flag, pin_lists(dict(pins, anomaly_detector=served)), lb_states, play,
@@ -695,9 +695,13 @@ def no_change(step, results, args):
     # Interpreter discovery (/usr/bin/python3.11) where the converge had molecule's interpreter_python
     # (/usr/bin/python3): the same interpreter, so nothing may be reinstalled (the venv stamps once named the
     # fact-gathering path and this run reinstalled both venvs and restarted Triton everywhere).
-    entry, proc = step("no_change_site", "site.yml", True, env={"ANSIBLE_PYTHON_INTERPRETER": "auto_silent"})
+    entry, proc = step("no_change_site", "site.yml", True, env={"ANSIBLE_PYTHON_INTERPRETER": "auto_silent"},
+                       lb_extra=RETRIES_OFF)
     changed = recap_changed(proc.stdout)
     entry["changed"] = changed
+    entry["retries_off"] = lb_config_has("retry-on none")
+    check(entry["retries_off"], "the converge left HAProxy's retries on (group_vars/triton_lb/retries.yml)",
+          results, args.results)
     check(all(changed.get(h) == 0 for h in HOSTS + [LB]), "no-change site.yml changed something: %s" % changed,
           results, args.results)
     check(entry["before"]["pid"] == entry["after"]["pid"], "no-change site.yml restarted Triton", results, args.results)
@@ -710,7 +714,8 @@ def flag_change_check(step, results, args, flag):
 
     Before, a serving host whose server setup would change went through the drain in check mode, waited
     triton_lb_drain_timeout for in-flight requests of a drain that never happened, and failed the run."""
-    entry, proc = step("a_flag_change_check", "site.yml", True, extra=("--check", "--diff"), servers_extra=flag)
+    entry, proc = step("a_flag_change_check", "site.yml", True, extra=("--check", "--diff"), servers_extra=flag,
+                       lb_extra=RETRIES_OFF)
     check(entry["before"]["pid"] == entry["after"]["pid"], "a (check mode): Triton restarted", results, args.results)
     check(entry["max_out"] == 0, "a (check mode): hosts were taken out of traffic: %s" % entry["out_of_traffic"],
           results, args.results)
@@ -721,9 +726,12 @@ def flag_change_check(step, results, args, flag):
           % (len(shown), len(HOSTS)), results, args.results)
 
 
-# The balancer's own retries off (HAProxy `retry-on none`) while Triton restarts and hosts reboot: a request
-# sent to a stopping Triton is then lost, not re-sent to another host, so 0 failed comes from the drain alone.
-RETRIES_OFF = {"triton_lb_retry_on": "none"}
+# The balancer's own retries off (HAProxy `retry-on none`) from the converge until b_retries_on, while Triton
+# restarts and hosts reboot: a request sent to a stopping Triton is then lost, not re-sent to another host, so 0
+# failed comes from the drain alone. Every step that runs the balancer's play before b passes them again (the
+# overlay carries no triton_lb group_vars).
+with open(os.path.join(SCENARIO, "group_vars", "triton_lb", "retries.yml")) as _handle:
+    RETRIES_OFF = yaml.safe_load(_handle)
 
 
 def lb_config_has(text):
@@ -731,13 +739,12 @@ def lb_config_has(text):
                           check=False).returncode == 0
 
 
-def retries(step, results, args, flag, off):
-    """load_balancer.yml with the retries off (before a and b) or back to the role's default (after them);
-    a changed config reloads HAProxy under load (the role's reload handler): 0 failed requests."""
-    name = "a_retries_off" if off else "b_retries_on"
-    step(name, "playbooks/load_balancer.yml", True, servers_extra=flag, lb_extra=RETRIES_OFF if off else None)
-    want = "retry-on none" if off else "retry-on conn-failure empty-response response-timeout"
-    check(lb_config_has(want), "%s: HAProxy's config lacks %r" % (name, want), results, args.results)
+def retries_on(step, results, args, flag):
+    """load_balancer.yml with the retries back to the role's default after a and b: the changed config reloads
+    HAProxy under load (the role's reload handler), 0 failed requests."""
+    step("b_retries_on", "playbooks/load_balancer.yml", True, servers_extra=flag)
+    want = "retry-on conn-failure empty-response response-timeout"
+    check(lb_config_has(want), "b_retries_on: HAProxy's config lacks %r" % want, results, args.results)
 
 
 def flag_change(step, results, args, flag):

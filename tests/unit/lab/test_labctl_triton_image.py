@@ -53,3 +53,15 @@ def test_a_wheelhouse_without_tritonserver_is_refused(tmp_path, monkeypatch):
     (tmp_path / "numpy-1.26.4-cp311-cp311-manylinux_2_17_x86_64.whl").write_text("")
     with pytest.raises(common.LabError, match="no nvidia-pytriton wheel"):
         triton_image.build_triton_image()
+
+
+def test_the_key_reads_the_packages_not_the_archive_the_build_publishes(tmp_path, monkeypatch):
+    """The build saves its archive under the wheelhouse's images/: the next call must find the same inputs (a fresh
+    wheelhouse rebuilt the image on its second call, 70 s of every CI run's container scenario)."""
+    monkeypatch.setattr(common, "WHEELHOUSE", str(tmp_path))
+    (tmp_path / "nvidia_pytriton-0.5.0-py3-none-any.whl").write_text("")
+    (tmp_path / "numpy-1.26.4.tar.gz").write_text("")
+    before = triton_image.wheelhouse_packages()
+    (tmp_path / "images").mkdir()
+    (tmp_path / "images" / "aiops-triton-0123.oci-archive.tar").write_text("")
+    assert triton_image.wheelhouse_packages() == before == ["numpy-1.26.4.tar.gz", "nvidia_pytriton-0.5.0-py3-none-any.whl"]

@@ -258,7 +258,7 @@ def test_readiness_records_where_each_host_stopped_answering():
 def test_the_verify_fails_when_the_drain_is_not_proven():
     verify = load_test_lb()
     good = {"drain_problems": {}, "drain_margin_s": dict((h, 1.5) for h in verify.HOSTS)}
-    steps = {"a_flag_change_site": good, "a_retries_off": {"rc": 0}, "b_retries_on": {"rc": 0}}
+    steps = {"a_flag_change_site": good, "no_change_site": {"retries_off": True}, "b_retries_on": {"rc": 0}}
     verify.test_every_host_was_drained_with_nothing_in_flight_before_its_triton_stopped({"steps": steps}, "a_flag_change_site")
     for bad in (dict(good, drain_problems={"roll-2": "never in HAProxy's drain state ..."}),
                 dict(good, drain_margin_s={"roll-1": 1.5})):
