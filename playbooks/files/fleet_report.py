@@ -4,11 +4,14 @@ playbooks/verify.yml collects, read-only, per host: triton_verify's result (serv
 model's versions and states in Triton's index, golden cases, a short latency burst), nvidia_gpu_info's
 result, triton_model_config run in check mode (config drift), the load-balancer state, where the GPU-health
 read ran the triton_gpu_health fact and, computed on the controller, the GPU memory budget (the
-aiops.triton.gpu_memory_budget filter the validation play runs). This turns that raw file into
+aiops.triton.gpu_memory_budget filter the validation play runs, with the footprints measured on canaries that the
+aiops.triton.model_footprints lookup read from S3, and that lookup's warnings). This turns that raw file into
 
-    fleet-report.json   per host: Triton version, load-balancer state, GPU health, GPU memory budget, per model
-                        pinned vs READY versions, golden cases, p50/p99, GPUs, drift sentences; the exceptions (each
-                        with the command that fixes it) and per rollout group and model an aggregate
+    fleet-report.json   per host: Triton version, load-balancer state, GPU health, GPU memory budget (with where each
+                        model's footprint comes from: declared, measured and where, or unknown), per model pinned vs
+                        READY versions, golden cases, p50/p99, GPUs, drift sentences; the exceptions (each with the
+                        command that fixes it), per rollout group and model an aggregate, and the fleet's footprint
+                        sources and the warnings of reading them
     fleet-report.html   one self-contained page that leads with what is wrong (fleet_report_page.py)
 
 and prints where they are.  Usage: fleet_report.py --raw fleet-raw.json --out DIR [--inventory SRC ...]
@@ -19,6 +22,7 @@ import datetime
 import difflib
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the siblings, however this file is loaded
@@ -78,8 +82,52 @@ def _mib(value):
     return "?" if value is None else "{:,}".format(value)
 
 
-def _budget_line(row):
-    """One device of the budget in words: used / capacity / over, or unknown."""
+# One term of the filter's rows (module_utils/gpu_budget.py _device_load): "anomaly_detector v3 2×3,600 MiB", with
+# " measured" where the footprint counted is one measured on a host (FOOTPRINT.json) rather than declared.
+_TERM = re.compile(r"^(?P<model>.+) (?:v(?P<version>[0-9]+)|\((?P<other>[^)]*)\)) [0-9]+\u00d7[0-9,]+ MiB(?P<measured> measured)?$")
+_UNKNOWN = re.compile(r"^(?P<model>.+) (?:v(?P<version>[0-9]+)|\((?P<other>[^)]*)\)) \([0-9]+ instances?\)$")
+KNOWN_SOURCES = ("declared", "measured")  # unknown ones are the row's own "unknown", with their instance counts
+
+
+def _footprint_sources(row, measured):
+    """Where the footprint of each model version a budget row adds up comes from: [{model, version, source, location,
+    measured_on, measured_at}]; ``measured``: the host's measured footprints (model -> version -> the lookup's entry)."""
+    found = []
+    for text, unknown in [(t, False) for t in row.get("terms") or []] + [(u, True) for u in row.get("unknown") or []]:
+        match = (_UNKNOWN if unknown else _TERM).match(text)
+        if not match:
+            continue
+        version = match.group("version") or match.group("other")
+        source = "unknown" if unknown else ("measured" if match.group("measured") else "declared")
+        entry = {"model": match.group("model"), "version": version, "source": source, "location": None,
+                 "measured_on": None, "measured_at": None}
+        if source == "measured":
+            where = ((measured or {}).get(entry["model"]) or {}).get(str(version)) or {}
+            entry.update(location=where.get("location"), measured_on=where.get("host"), measured_at=where.get("measured"))
+        if entry not in found:
+            found.append(entry)
+    return found
+
+
+def _sources_text(sources):
+    """The known footprints' sources in words: '; footprint declared: a v1; footprint measured: b v2 (s3://...)'."""
+    text = ""
+    for source in KNOWN_SOURCES:
+        named = []
+        for entry in sources:
+            if entry["source"] != source:
+                continue
+            label = "%s %s" % (entry["model"], "v%s" % entry["version"] if str(entry["version"]).isdigit() else "(%s)" % entry["version"])
+            if source == "measured":
+                label += " (%s)" % (entry["location"] or "where not recorded")
+            named.append(label)
+        if named:
+            text += "; footprint %s: %s" % (source, ", ".join(named))
+    return text
+
+
+def _budget_line(row, sources=None):
+    """One device of the budget in words: used / capacity / over, or unknown, and where each footprint comes from."""
     where = row["device"] + (" (%s)" % row["name"] if row.get("name") else "")
     if row.get("fits") is None:
         text = "%s: peak %s MiB, capacity unknown" % (where, _mib(row["peak_mib"]))
@@ -87,22 +135,30 @@ def _budget_line(row):
         text = "%s: peak %s of %s MiB available (%s less %s headroom)%s" % (
             where, _mib(row["peak_mib"]), _mib(row["available_mib"]), _mib(row["capacity_mib"]), _mib(row["headroom_mib"]),
             "" if row["fits"] else ": over by %s MiB" % _mib(row["over_mib"]))
-    if row.get("unknown"):
+    text += _sources_text(_footprint_sources(row, None) if sources is None else sources)
+    if row.get("unknown"):  # the filter's own words: each version with its instance count
         text += "; footprint unknown: %s" % ", ".join(row["unknown"])
     return text
 
 
-def _gpu_budget(rows):
-    """What the report keeps of a host's budget rows; None when the raw file has no budget (not computed)."""
+def _gpu_budget(rows, measured=None):
+    """What the report keeps of a host's budget rows; None when the raw file has no budget (not computed).
+    ``measured``: the host's measured footprints as the aiops.triton.model_footprints lookup read them."""
     if rows is None:
         return None
-    return [dict([(k, r.get(k)) for k in ("device", "name", "capacity_mib", "available_mib", "serving_mib", "peak_mib", "fits",
-                                          "over_mib", "unknown")] + [("line", _budget_line(r))]) for r in rows]
+    kept = []
+    for row in rows:
+        sources = _footprint_sources(row, measured)
+        entry = dict((k, row.get(k)) for k in ("device", "name", "capacity_mib", "available_mib", "serving_mib", "peak_mib",
+                                               "fits", "over_mib", "unknown", "terms"))
+        entry.update(footprints=sources, line=_budget_line(row, sources))
+        kept.append(entry)
+    return kept
 
 
-def host_report(raw, rollout_groups, gpu_health=None, gpu_budget=None):
+def host_report(raw, rollout_groups, gpu_health=None, gpu_budget=None, measured=None):
     """One host's entry; ``gpu_health``: its triton_gpu_health fact when the raw file keeps those apart; ``gpu_budget``:
-    its rows of the GPU memory budget (None: not computed)."""
+    its rows of the GPU memory budget (None: not computed); ``measured``: its measured footprints (model -> version)."""
     verify = raw.get("verify") or {}
     gpu = raw.get("gpu") or {}
     server = verify.get("server") or {}
@@ -116,7 +172,7 @@ def host_report(raw, rollout_groups, gpu_health=None, gpu_budget=None):
              "gpu_status": gpu.get("status"), "gpu_message": gpu.get("message"), "gpu_host_kind": gpu.get("host_kind"),
              "gpus": [dict((k, g.get(k)) for k in ("index", "name", "uuid", "memory_total_mib", "driver_version"))
                       for g in gpu.get("gpus", [])],
-             "gpu_health": _gpu_health(health), "quarantined": _quarantine(health), "gpu_budget": _gpu_budget(gpu_budget),
+             "gpu_health": _gpu_health(health), "quarantined": _quarantine(health), "gpu_budget": _gpu_budget(gpu_budget, measured),
              "models": [], "drift": [], "failures": list(verify.get("failures", [])),
              # roles/triton_lb status: up, drained, down, maint; unknown without a load balancer or when unread
              "lb_state": raw.get("lb_state") or "unknown", "lb_error": raw.get("lb_error") or ""}
@@ -151,19 +207,26 @@ def build(raw, inventory=None):
     """The report. ``inventory``: the inventory sources, for the commands the exceptions name."""
     groups = list(raw.get("rollout_groups") or [])
     health = raw.get("gpu_health") or {}
-    budget = None
+    budget, fleet_budget = None, None
+    measured = raw.get("measured_footprints") or {}  # host -> model -> version -> where it was measured (S3)
     if isinstance(raw.get("gpu_budget"), dict):  # absent from a raw file verify.yml wrote before the budget
         budget = {}
         for row in raw["gpu_budget"].get("rows") or []:
             budget.setdefault(row["host"], []).append(row)
-    hosts = [host_report(h, groups, health.get(h["host"]), None if budget is None else budget.get(h["host"], []))
+        # the fleet's footprint sources (one line per model version: declared, measured and where, or unknown; the
+        # hosts named) and why some measured footprints could not be read
+        fleet_budget = {"footprints": list(raw["gpu_budget"].get("footprints") or []),
+                        "warnings": list(raw.get("footprint_warnings") or []),
+                        "declared": bool(raw["gpu_budget"].get("declared")), "measured": bool(raw["gpu_budget"].get("measured"))}
+    hosts = [host_report(h, groups, health.get(h["host"]), None if budget is None else budget.get(h["host"], []),
+                         measured.get(h["host"]))
              for h in raw.get("hosts", [])]
     seen = set(h["host"] for h in hosts)
     # hosts of the inventory verify.yml has no result for (unreachable over SSH, or their play failed)
     missing = [h for h in raw.get("inventory_hosts") or [] if h not in seen]
     read = [h for h in hosts if h["gpu_health"] is not None]
     report = {"schema": 2, "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-              "rollout_groups": groups, "hosts": hosts,
+              "rollout_groups": groups, "hosts": hosts, "gpu_budget": fleet_budget,
               "summary": {"hosts": len(hosts), "passed": sum(1 for h in hosts if h["passed"]),
                           "drifted": sorted(h["host"] for h in hosts if h["drift"]),
                           "failed": sorted(h["host"] for h in hosts if h["failures"]),

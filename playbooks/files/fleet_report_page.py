@@ -141,7 +141,23 @@ def _budget(host):
     rows = host.get("gpu_budget")
     if rows is None:
         return _cell("not computed")
-    return _cell("; ".join(r["line"] for r in rows) or "no footprint declared", any(r["fits"] is False for r in rows))
+    # no row: nothing this host serves has a footprint declared or measured, nor a device whose memory is known
+    return _cell("; ".join(r["line"] for r in rows) or "no footprint known", any(r["fits"] is False for r in rows))
+
+
+def _footprints(report):
+    """Where the GPU memory budget's footprints come from (declared, measured and where, unknown; the hosts named), and
+    why some measured footprints could not be read; folded, after the hosts. Nothing when the budget was not computed."""
+    budget = report.get("gpu_budget")
+    if not budget or not (budget["footprints"] or budget["warnings"]):
+        return ""
+    warnings = "".join('<li class="bad">%s</li>' % _e(w) for w in budget["warnings"])
+    sources = "".join("<li>%s</li>" % _e(line) for line in budget["footprints"])
+    return ('<details id="footprints"><summary>GPU memory budget: where each footprint comes from (%d model version%s%s)</summary>'
+            "%s%s</details>" % (len(budget["footprints"]), "" if len(budget["footprints"]) == 1 else "s",
+                                ", %d warning%s" % (len(budget["warnings"]), "" if len(budget["warnings"]) == 1 else "s") if warnings else "",
+                                '<ul class="warnings">%s</ul>' % warnings if warnings else "",
+                                "<ul>%s</ul>" % sources if sources else ""))
 
 
 def _row_open(host, models, states):
@@ -206,8 +222,8 @@ def _every_host(report):
             '<details id="detail"><summary>%d hosts, %d model rows</summary>'
             '<h3>Hosts</h3><div class="scroll"><table class="detail" id="host-table"><thead><tr>%s</tr></thead><tbody>%s</tbody></table></div>'
             '<h3>Models on each host</h3><div class="scroll"><table class="detail" id="model-table"><thead><tr>%s</tr></thead><tbody>%s</tbody></table></div>'
-            "</details></section>" % (form, len(hosts), len(model_rows), host_head, "\n".join(_host_row(h) for h in hosts),
-                                      model_head, "\n".join(model_rows)))
+            "</details>%s</section>" % (form, len(hosts), len(model_rows), host_head, "\n".join(_host_row(h) for h in hosts),
+                                        model_head, "\n".join(model_rows), _footprints(report)))
 
 
 def render(report):

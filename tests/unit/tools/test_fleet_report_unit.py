@@ -4,7 +4,9 @@ import importlib.util
 import os
 
 import pytest
+import yaml
 
+from ansible_collections.aiops.triton.plugins.filter import gpu_fit
 from ansible_collections.aiops.triton.plugins.module_utils import gpu_budget
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -170,11 +172,14 @@ def test_each_hosts_gpu_memory_budget_and_the_hosts_over_it():
     report = fleet_report.build(raw, ["inv/prod"])
     hosts = dict((h["host"], h) for h in report["hosts"])
     assert [r["line"] for r in hosts["gpu-1"]["gpu_budget"]] == [
-        "GPU 0 (Tesla T4): peak 14,400 of 13,824 MiB available (15,360 less 1,536 headroom): over by 576 MiB",
-        "host memory: peak 1,200 MiB, capacity unknown; footprint unknown: alert_classifier v1 (2 instances)"]
+        "GPU 0 (Tesla T4): peak 14,400 of 13,824 MiB available (15,360 less 1,536 headroom): over by 576 MiB; "
+        "footprint declared: anomaly_detector v3",
+        "host memory: peak 1,200 MiB, capacity unknown; footprint declared: anomaly_detector v3; "
+        "footprint unknown: alert_classifier v1 (2 instances)"]
     assert [(r["device"], r["fits"]) for r in hosts["gpu-2"]["gpu_budget"]] == [("GPU 0", True), ("host memory", None)]
-    assert hosts["cpu-1"]["gpu_budget"][0]["line"] == "host memory: peak 1,200 of 3,686 MiB available (4,096 less 410 headroom)"
-    assert hosts["cpu-2"]["gpu_budget"] == []  # no footprint declared for it
+    assert hosts["cpu-1"]["gpu_budget"][0]["line"] == ("host memory: peak 1,200 of 3,686 MiB available (4,096 less 410 headroom); "
+                                                       "footprint declared: anomaly_detector v3")
+    assert hosts["cpu-2"]["gpu_budget"] == []  # no footprint known for it
     # over budget needs a person: the validation play says what to change and refuses the next rollout
     (entry,) = report["exceptions"]
     assert (entry["kind"], entry["hosts"], entry["command"]) == ("gpu-budget", ["gpu-1"], "ansible-playbook -i inv/prod aiops.triton.validate")
@@ -183,11 +188,120 @@ def test_each_hosts_gpu_memory_budget_and_the_hosts_over_it():
     page = fleet_report.render_html(report)
     assert "<th>GPU memory budget</th>" in page
     assert ('<td class="bad">GPU 0 (Tesla T4): peak 14,400 of 13,824 MiB available (15,360 less 1,536 headroom): over by 576 MiB; '
-            'host memory: peak 1,200 MiB, capacity unknown; footprint unknown: alert_classifier v1 (2 instances)</td>') in page
-    assert "<td>no footprint declared</td>" in page
+            'footprint declared: anomaly_detector v3; host memory: peak 1,200 MiB, capacity unknown; footprint declared: '
+            'anomaly_detector v3; footprint unknown: alert_classifier v1 (2 instances)</td>') in page
+    assert "<td>no footprint known</td>" in page
 
 
 def test_a_raw_file_without_the_budget_says_not_computed():
     report = fleet_report.build({"rollout_groups": ["triton_wave_1"], "hosts": [serving("cpu-1")]})
     assert report["hosts"][0]["gpu_budget"] is None and report["exceptions"] == []
     assert "<td>not computed</td>" in fleet_report.render_html(report)
+
+
+# --- measured footprints (FOOTPRINT.json in S3, the aiops.triton.model_footprints lookup) ---------------------------
+BUCKET = "models-bucket"
+ONNX = {"name": "anomaly_detector", "platform": "onnxruntime_onnx", "max_batch_size": 32,
+        "input": [{"name": "x", "data_type": "TYPE_FP32", "dims": [4]}], "output": [{"name": "y", "data_type": "TYPE_FP32", "dims": [1]}],
+        "instance_group": [{"count": 2, "kind": "KIND_GPU", "gpus": [0]}]}
+T4 = [{"name": "Tesla T4", "memory_mib": 15360}]
+
+
+def measured_entry(model, version, gpu_mib, host_mib=300):
+    """One entry of the lookup's footprints, as read_footprints returns it."""
+    return {"footprint": {"gpu_mib": gpu_mib, "host_mib": host_mib, "source": "triton_footprint", "measured": "2026-12-06T09:44:20Z"},
+            "location": "s3://%s/models/%s/%s/FOOTPRINT.json" % (BUCKET, model, version), "host": "canary-1",
+            "measured": "2026-12-06T09:44:20Z"}
+
+
+def measured_fleet():
+    """hostvars, groups and the lookup's answer: gpu-1 measured (3,600 MiB, over), gpu-2 measured (1,000 MiB, fits),
+    gpu-3 declared, gpu-4 neither (unknown)."""
+    def hv(versions, **extra):
+        return dict({"triton_gpus": T4, "triton_models_list": [{"name": "anomaly_detector", "config": ONNX, "versions": versions}]}, **extra)
+    hostvars = {"gpu-1": hv([3]), "gpu-2": hv([2]), "gpu-4": hv([4]),
+                "gpu-3": hv([3], triton_models_catalog={"anomaly_detector": {"footprint": {"gpu_mib": 1000, "host_mib": 300}}})}
+    groups = {"all": sorted(hostvars), "triton_servers": sorted(hostvars)}
+    lookup = {"footprints": {"gpu-1": {"anomaly_detector": {"3": measured_entry("anomaly_detector", 3, 3600)}},
+                             "gpu-2": {"anomaly_detector": {"2": measured_entry("anomaly_detector", 2, 1000)}},
+                             "gpu-3": {"anomaly_detector": {"3": measured_entry("anomaly_detector", 3, 3600)}}},
+              "warnings": ["measured footprints not read from S3 (other-bucket): cannot reach the S3 endpoint; versions without a "
+                           "declared footprint are unknown"], "reads": 2}
+    return hostvars, groups, lookup
+
+
+def measured_raw():
+    """fleet-raw.json as verify.yml writes it with the lookup's answer."""
+    hostvars, groups, lookup = measured_fleet()
+    budget = gpu_fit.gpu_memory_budget(hostvars, groups, measured=lookup["footprints"])
+    return {"rollout_groups": ["triton_wave_1"], "gpu_budget": budget, "measured_footprints": lookup["footprints"],
+            "footprint_warnings": lookup["warnings"],
+            "hosts": [serving("gpu-1"), serving("gpu-2"), serving("gpu-3"), serving("gpu-4"), serving("cpu-9")]}
+
+
+def test_a_measured_footprint_says_so_and_where_it_was_read():
+    report = fleet_report.build(measured_raw(), ["inv/prod"])
+    hosts = dict((h["host"], h) for h in report["hosts"])
+    location = "s3://%s/models/anomaly_detector/2/FOOTPRINT.json" % BUCKET
+    gpu = hosts["gpu-2"]["gpu_budget"][0]
+    assert gpu["line"] == ("GPU 0 (Tesla T4): peak 4,000 of 13,824 MiB available (15,360 less 1,536 headroom); "
+                           "footprint measured: anomaly_detector v2 (%s)" % location)
+    # the filter's own terms stay, and each model version's footprint source is data too
+    assert gpu["terms"] == ["anomaly_detector v2 2×1,000 MiB measured"]
+    assert gpu["footprints"] == [{"model": "anomaly_detector", "version": "2", "source": "measured", "location": location,
+                                  "measured_on": "canary-1", "measured_at": "2026-12-06T09:44:20Z"}]
+    # declared wins over measured, and a version neither declares nor measured is unknown
+    assert hosts["gpu-3"]["gpu_budget"][0]["line"].endswith("; footprint declared: anomaly_detector v3")
+    assert [f["source"] for f in hosts["gpu-3"]["gpu_budget"][0]["footprints"]] == ["declared"]
+    assert hosts["gpu-4"]["gpu_budget"][0]["line"].endswith("; footprint unknown: anomaly_detector v4 (2 instances)")
+    assert [f["source"] for f in hosts["gpu-4"]["gpu_budget"][0]["footprints"]] == ["unknown"]
+    # the fleet's footprint sources (the filter's lines, hosts named) and the lookup's warnings are in the JSON
+    raw = measured_raw()
+    assert report["gpu_budget"]["footprints"] == raw["gpu_budget"]["footprints"]
+    assert any(line.startswith("footprint anomaly_detector v2: measured (") and location in line for line in report["gpu_budget"]["footprints"])
+    assert report["gpu_budget"]["warnings"] == raw["footprint_warnings"] and report["gpu_budget"]["measured"] is True
+    page = fleet_report.render_html(report)
+    assert "footprint measured: anomaly_detector v2 (%s)" % location in page
+    assert "no footprint known" in page and "no footprint declared" not in page  # cpu-9: no budget row
+    assert "cannot reach the S3 endpoint" in page
+    assert all(fleet_report.fleet_report_page._e(line) in page for line in report["gpu_budget"]["footprints"])
+
+
+def test_a_host_over_budget_by_a_measured_footprint_is_listed_as_over():
+    report = fleet_report.build(measured_raw(), ["inv/prod"])
+    hosts = dict((h["host"], h) for h in report["hosts"])
+    (row,) = [r for r in hosts["gpu-1"]["gpu_budget"] if r["device"] == "GPU 0"]
+    assert (row["fits"], row["over_mib"]) == (False, 576)
+    assert row["line"] == ("GPU 0 (Tesla T4): peak 14,400 of 13,824 MiB available (15,360 less 1,536 headroom): over by 576 MiB; "
+                           "footprint measured: anomaly_detector v3 (s3://%s/models/anomaly_detector/3/FOOTPRINT.json)" % BUCKET)
+    (entry,) = report["exceptions"]
+    assert (entry["kind"], entry["hosts"], entry["command"]) == ("gpu-budget", ["gpu-1"], "ansible-playbook -i inv/prod aiops.triton.validate")
+    assert entry["reason"] == row["line"]
+    # without the measured footprints the same fleet is unknown there and nothing is over
+    hostvars, groups, _lookup = measured_fleet()
+    plain = dict(measured_raw(), gpu_budget=gpu_fit.gpu_memory_budget(hostvars, groups))
+    assert fleet_report.build(plain, ["inv/prod"])["exceptions"] == []
+
+
+def _plays(name):
+    with open(os.path.join(ROOT, "playbooks", name), encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def test_verify_passes_the_measured_footprints_as_validate_reads_them():
+    def footprint_fact(tasks):
+        (task,) = [t for t in tasks if "aiops.triton.model_footprints" in str(t.get("ansible.builtin.set_fact"))]
+        ((fact, expression),) = task["ansible.builtin.set_fact"].items()
+        return fact, expression
+    _fact, validate_lookup = footprint_fact([t for play in _plays("validate.yml") for t in play.get("tasks", [])])
+    (controller,) = [p for p in _plays("verify.yml") if p["hosts"] == "localhost"]
+    fact, verify_lookup = footprint_fact(controller["tasks"])
+    assert verify_lookup == validate_lookup  # the same lookup, the same arguments
+    (write,) = [t for t in controller["tasks"] if str(t.get("ansible.builtin.copy", {}).get("dest", "")).endswith("fleet-raw.json")]
+    content = write["ansible.builtin.copy"]["content"]
+    assert "measured=%s.footprints" % fact in content and "aiops.triton.gpu_memory_budget(" in content
+    assert "'footprint_warnings': %s.warnings" % fact in content
+    assert "'measured_footprints': %s.footprints" % fact in content
+    # read before the raw file is written
+    reads = [i for i, t in enumerate(controller["tasks"]) if "aiops.triton.model_footprints" in str(t.get("ansible.builtin.set_fact"))]
+    assert reads[0] < controller["tasks"].index(write)
