@@ -221,10 +221,6 @@ class Stack(object):
         with open(path) as handle:
             return [json.loads(line) for line in handle if line.strip()]
 
-    def source_counts(self):
-        status, text = http(self.source + "/metrics")
-        return dict(line.rsplit(" ", 1) for line in text.splitlines() if line and not line.startswith("#")) if status == 200 else {}
-
     def pages(self):
         """The TritonRemediationFailed alerts the gate sent to Alertmanager, by host."""
         status, text = http(self.am + "/api/v2/alerts")
