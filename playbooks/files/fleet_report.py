@@ -22,7 +22,6 @@ import datetime
 import difflib
 import json
 import os
-import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the siblings, however this file is loaded
@@ -82,27 +81,18 @@ def _mib(value):
     return "?" if value is None else "{:,}".format(value)
 
 
-# One term of the filter's rows (module_utils/gpu_budget.py _device_load): "anomaly_detector v3 2×3,600 MiB", with
-# " measured" where the footprint counted is one measured on a host (FOOTPRINT.json) rather than declared.
-_TERM = re.compile(r"^(?P<model>.+) (?:v(?P<version>[0-9]+)|\((?P<other>[^)]*)\)) [0-9]+\u00d7[0-9,]+ MiB(?P<measured> measured)?$")
-_UNKNOWN = re.compile(r"^(?P<model>.+) (?:v(?P<version>[0-9]+)|\((?P<other>[^)]*)\)) \([0-9]+ instances?\)$")
 KNOWN_SOURCES = ("declared", "measured")  # unknown ones are the row's own "unknown", with their instance counts
 
 
 def _footprint_sources(row, measured):
     """Where the footprint of each model version a budget row adds up comes from: [{model, version, source, location,
-    measured_on, measured_at}]; ``measured``: the host's measured footprints (model -> version -> the lookup's entry)."""
+    measured_on, measured_at}] from the filter's ``sources``; ``measured``: the host's measured footprints (model ->
+    version -> the lookup's entry)."""
     found = []
-    for text, unknown in [(t, False) for t in row.get("terms") or []] + [(u, True) for u in row.get("unknown") or []]:
-        match = (_UNKNOWN if unknown else _TERM).match(text)
-        if not match:
-            continue
-        version = match.group("version") or match.group("other")
-        source = "unknown" if unknown else ("measured" if match.group("measured") else "declared")
-        entry = {"model": match.group("model"), "version": version, "source": source, "location": None,
-                 "measured_on": None, "measured_at": None}
-        if source == "measured":
-            where = ((measured or {}).get(entry["model"]) or {}).get(str(version)) or {}
+    for counted in row.get("sources") or []:
+        entry = dict(counted, location=None, measured_on=None, measured_at=None)
+        if entry["source"] == "measured":
+            where = ((measured or {}).get(entry["model"]) or {}).get(entry["version"]) or {}
             entry.update(location=where.get("location"), measured_on=where.get("host"), measured_at=where.get("measured"))
         if entry not in found:
             found.append(entry)

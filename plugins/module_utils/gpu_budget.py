@@ -167,8 +167,9 @@ def _sets(model, gpu_indexes, staged=False):
 
 
 def _device_load(model, device, gpu_indexes, staged=False):
-    """(known MiB, terms, unknown lines) of one model's set on ``device`` ("host" or a GPU index)."""
-    mib_total, terms, unknown = 0, [], []
+    """(known MiB, terms, unknown lines, sources) of one model's set on ``device`` ("host" or a GPU index); sources:
+    [{model, version, source}] of each version on it, source declared, measured or unknown."""
+    mib_total, terms, unknown, sources = 0, [], [], []
     for version, each, where in _sets(model, gpu_indexes, staged):
         if device == "host":
             count = where["cpu"] + sum(where["gpu"].values())
@@ -182,12 +183,14 @@ def _device_load(model, device, gpu_indexes, staged=False):
                              "v%s" % version if str(version).isdigit() else "(%s)" % version)
         if size is None:
             unknown.append("%s (%d instance%s)" % (label, count, "" if count == 1 else "s"))
+            sources.append({"model": model["name"], "version": str(version), "source": "unknown"})
             continue
         mib_total += count * size
         # a footprint measured on a host (FOOTPRINT.json) says so; one the inventory declares is the plain case
         measured = (model.get("footprint_sources") or {}).get(str(version)) == "measured"
         terms.append("%s %d×%s%s" % (label, count, mib(size), " measured" if measured else ""))
-    return mib_total, terms, unknown
+        sources.append({"model": model["name"], "version": str(version), "source": "measured" if measured else "declared"})
+    return mib_total, terms, unknown, sources
 
 
 def _advice(row):
@@ -229,13 +232,14 @@ def device_rows(host, spec, headroom, candidates=None):
         serving = sum(load[1] for load in loads)
         ranked = sorted((load for load in loads if load[1] and any(m["name"] == load[0] for m in changing)),
                         key=lambda load: (-load[1], load[0]))
-        reload = ranked[0] if ranked else (None, 0, [], [])
+        reload = ranked[0] if ranked else (None, 0, [], [], [])
         staged = [(m["name"],) + _device_load(m, device, indexes, staged=True) for m in changing] if stage else []
         staged_mib = sum(load[1] for load in staged)
         transient = "staged" if stage and staged_mib > reload[1] else ("reload" if reload[1] else None)
         row = {"host": host, "device": label, "name": name, "capacity_mib": None, "headroom_mib": None,
                "available_mib": None, "serving_mib": serving, "terms": [t for load in loads for t in load[2]],
-               "unknown": [u for load in loads for u in load[3]], "stage_candidates": stage,
+               "unknown": [u for load in loads for u in load[3]], "sources": [f for load in loads for f in load[4]],
+               "stage_candidates": stage,
                "staged": [load[0] for load in staged if load[1]], "staged_mib": staged_mib if stage else None,
                "staged_terms": [t for load in staged for t in load[2]],
                "reload": reload[0], "reload_mib": reload[1], "reload_terms": reload[2], "transient": transient,
