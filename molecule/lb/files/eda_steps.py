@@ -239,6 +239,15 @@ class Stack(object):
             log.close()
 
 
+def report(record):
+    """The gate's kept output of the child playbook a record ran ('' when it has none)."""
+    path = (record or {}).get("report", "")
+    if not os.path.exists(path):
+        return ""
+    with open(path) as handle:
+        return handle.read()
+
+
 def decided(records, since, remediation, host=None):
     """The records after the first `since` of them that end the handling of an alert of remediation (of host) by
     acting or refusing: not `started`, not a throttled duplicate (a notification of an alert the gate has already
@@ -323,8 +332,7 @@ def _steps(step, verdict, stack, servers_extra, pins_now, lb_states, skip, resul
         verdict(entry["max_out"] == 1 and all(entry["last_states"].get(h) == "up" for h in HOSTS if h != drained),
                 "k (storm): not exactly the cap's one host out of traffic: %s, last %s" % (entry["out_of_traffic"][-3:], entry["last_states"]))
         verdict(entry["after"]["pid"]["roll-1"] == entry["before"]["pid"]["roll-1"], "k (storm): the canary was touched")
-        report = open(acted[0]["report"]).read() if os.path.exists(acted[0].get("report", "")) else ""
-        verdict("replace the GPUs named" in report, "k (storm): the quarantine's report does not say what to replace")
+        verdict("replace the GPUs named" in report(acted[0]), "k (storm): the quarantine's report does not say what to replace")
 
     if "k_eda_storm_repaired" not in skip:
         drained = storm.get("quarantined")
@@ -394,7 +402,6 @@ def _steps(step, verdict, stack, servers_extra, pins_now, lb_states, skip, resul
         # the restart went through HAProxy's drain state (the host already DOWN by its health check), then back
         verdict(host in entry["drained_seen"],
                 "k (stopped): %s was never seen in HAProxy's drain state during its restart" % host)
-        report = open(done[0]["report"]).read() if done and os.path.exists(done[0].get("report", "")) else ""
         verdict(re.search(r"Drain - set the server to DRAIN.*Restart Triton.*Every served model answers its golden cases"
-                          r".*Put the host back into traffic", report, re.S) is not None,
-                "k (stopped): restart.yml did not go drain, restart, golden cases, undrain (%s)" % done[0].get("report") if done else "")
+                          r".*Put the host back into traffic", report(done[0] if done else None), re.S) is not None,
+                "k (stopped): restart.yml did not go drain, restart, golden cases, undrain (%s)" % (done[0].get("report") if done else None))

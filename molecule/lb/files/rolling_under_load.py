@@ -699,7 +699,7 @@ def no_change(step, results, args):
                        lb_extra=RETRIES_OFF)
     changed = recap_changed(proc.stdout)
     entry["changed"] = changed
-    entry["retries_off"] = lb_config_has("retry-on none")
+    entry["retries_off"] = lb_config_has("retry-on %s" % RETRIES_OFF["triton_lb_retry_on"])
     check(entry["retries_off"], "the converge left HAProxy's retries on (group_vars/triton_lb/retries.yml)",
           results, args.results)
     check(all(changed.get(h) == 0 for h in HOSTS + [LB]), "no-change site.yml changed something: %s" % changed,
