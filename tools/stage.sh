@@ -83,5 +83,22 @@ else
   printf 'STAGE %-22s FAIL  %4ss  %s (rc=%s, log: %s)\n' "$name" "$secs" "$summary" "$rc" "$log"
   echo "----- last 80 lines of $log -----"
   tail -n 80 "$log"
+  # Last, as CI shows a run's tail: why, from above the tail. A scenario driver's "... CHECK FAILED: why" (inside
+  # a result Ansible prints), pytest's FAILED and E lines, and the last three Ansible task failures that were not
+  # ignored (each "[ERROR]: Task failed" block up to the next task, unless it ends in "...ignoring"; a rescued
+  # one cannot be told apart, so the last: a failed run stops at its own).
+  why=$(awk '
+      function flush() { if (block != "" && !ignored) blocks[++n] = block; block = ""; ignored = 0 }
+      /CHECK FAILED: / { line = $0; sub(/.*CHECK FAILED: /, "CHECK FAILED: ", line); sub(/\\n.*/, "", line)
+                         sub(/['"'"'",]+$/, "", line); print substr(line, 1, 400) }
+      /^FAILED [^ ]+::/ || /^E {3}/ { print substr($0, 1, 300) }
+      /^(TASK|PLAY|RUNNING HANDLER) / { flush() }
+      /^\[ERROR\]: / { flush(); block = substr($0, 1, 300); kept = 1; next }
+      block != "" { if (/\.\.\.ignoring/) ignored = 1; else if (kept++ < 8) block = block "\n" substr($0, 1, 300) }
+      END { flush(); for (i = (n > 3 ? n - 2 : 1); i <= n; i++) print blocks[i] }' "$plain" | awk '!seen[$0]++' | head -n 60)
+  if [ -n "$why" ]; then
+    echo "----- why $name failed (from $log) -----"
+    printf '%s\n' "$why"
+  fi
   exit $rc
 fi

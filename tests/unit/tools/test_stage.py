@@ -75,6 +75,27 @@ def test_a_failing_command_still_fails_with_its_log(tmp_path):
     assert proc.returncode == 1 and " FAIL " in proc.stdout and "last 80 lines" in proc.stdout
 
 
+def test_a_failed_stage_ends_with_why_from_above_its_tail(tmp_path):
+    # CI shows a run's tail: molecule's destroy and recap come after the failure, so the reason must be repeated
+    # last. An ignored task failure is not a reason; the driver's CHECK FAILED line inside its JSON result is.
+    ignored = ("TASK [Load with a wrong API key] ***\n[ERROR]: Task failed: Triton refused the API key\n"
+               "fatal: [roll-1]: FAILED! =>\n    msg: refused\n...ignoring\n")
+    failed = ("TASK [Run the operations] ***\n[ERROR]: Task failed: Module failed: non-zero return code\n"
+              'fatal: [localhost]: FAILED! => {"rc": 1, "stdout": "no_change_site: rc=0\\nLB CHECK FAILED: '
+              'c_corrupt_model: readiness / candidates: roll-2\\n"}\n')
+    tail = "".join("destroy line %d\n" % i for i in range(100))
+    proc = stage(tmp_path, ignored + failed + tail + "ERROR Molecule executed 1 scenario (1 failed)", rc=2, allowlist="")
+    assert proc.returncode == 2
+    why = proc.stdout.split("----- why demo failed")[1]
+    assert "CHECK FAILED: c_corrupt_model: readiness / candidates: roll-2\n" in why
+    assert "Module failed: non-zero return code" in why and "refused the API key" not in why
+
+
+def test_a_passing_stage_prints_no_why(tmp_path):
+    proc = stage(tmp_path, "[ERROR]: Task failed: expected\n...ignoring\n1 passed in 1.0s", allowlist="")
+    assert proc.returncode == 0 and "why" not in proc.stdout
+
+
 def test_the_shipped_allowlist_is_well_formed():
     with open(ROOT_ALLOWLIST) as handle:
         entries = [line for line in handle.read().splitlines() if line.strip() and not line.lstrip().startswith("#")]
