@@ -200,3 +200,28 @@ def test_gpu_memory_budget_that_fits_is_printed_and_passes(inventory):
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
     assert "GPU 0 Tesla T4  15,360    1,536     6,000    3,000 (1 model)  6,000 (anomaly_detector)  12,000  yes" in out
+
+
+def test_one_more_instance_that_no_longer_fits_is_refused_until_the_gpus_are_larger(inventory):
+    """The sequence an operator meets: the set fits; one more anomaly_detector instance does not (refused with the
+    numbers, on every GPU host that serves it); one host's GPU raised in its host_vars fits there while the others
+    are still named; every GPU host's raised, the same set passes."""
+    _gpu_servers(inventory, triton_gpus=[{"name": "Tesla T4", "memory_mib": 15360}])
+    _footprints(inventory, 2500, 2500)
+    result = _run(inventory, "playbooks/validate.yml")
+    assert result.returncode == 0, result.stdout + result.stderr  # 2×2,500 serving + 5,000 reloading ≤ 13,824
+    _edit(inventory / "group_vars" / "triton_servers" / "rollout.yml",
+          lambda d: d["triton_models_catalog"]["anomaly_detector"]["config"]["instance_group"][0].update({"count": 3}))
+    hosts = ["gpu-infer-01.dc1.example.com", "gpu-infer-02.dc1.example.com", "gpu-infer-03.dc1.example.com",
+             "gpu-infer-04.dc2.example.com"]
+    _assert_refused(_run(inventory), "gpu-infer-01.dc1.example.com GPU 0 (Tesla T4): serving anomaly_detector v3 3×2,500 MiB "
+                    "= 7,500 MiB", "peak 15,000 MiB > 15,360 MiB − 10% headroom (13,824 MiB) by 1,176 MiB",
+                    *["%s GPU 0 (Tesla T4)" % h for h in hosts])
+    (inventory / "host_vars").mkdir()
+    (inventory / "host_vars" / (hosts[0] + ".yml")).write_text("triton_gpus: [{name: NVIDIA L4, memory_mib: 23034}]\n")
+    result = _run(inventory)
+    _assert_refused(result, *["%s GPU 0 (Tesla T4)" % h for h in hosts[1:]])
+    assert hosts[0] + " GPU 0" not in result.stdout, result.stdout
+    _gpu_servers(inventory, triton_gpus=[{"name": "NVIDIA L4", "memory_mib": 23034}])
+    result = _run(inventory, "playbooks/validate.yml")
+    assert result.returncode == 0, result.stdout + result.stderr
