@@ -73,6 +73,22 @@ def summary_lines(log, host):
     return lines
 
 
+def failure_reason(log, limit=400):
+    """The last task failure an ansible-playbook log names (its "[ERROR]: ..." line and what follows up to the
+    next blank line, on one line), or "" when it names none: what a step's CHECK FAILED line quotes, as CI
+    shows only that line and not the step's own log."""
+    lines = log.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("[ERROR]: ")]
+    if not starts:
+        return ""
+    block = []
+    for line in lines[starts[-1]:]:
+        if not line.strip():
+            break
+        block.append(line.strip())
+    return " ".join(block)[:limit]
+
+
 def golden_case_failures(log, host, model, version):
     """The golden case names the host's rollback gave as its reason, for model (or its candidate) at version.
 

@@ -598,8 +598,8 @@ def main():
             name, proc.returncode, entry["answered"], entry["failed"], entry["wrong"], entry["seconds"],
             entry["answered_by"], out_sets))
         log = "%s/%s.log" % (workdir, name)
-        check((proc.returncode == 0) == expect_ok, "%s: ansible-playbook rc=%s (log %s)" % (name, proc.returncode, log),
-              results, args.results)
+        check((proc.returncode == 0) == expect_ok, "%s: ansible-playbook rc=%s (log %s) %s" % (
+            name, proc.returncode, log, scenario_checks.failure_reason(proc.stdout + "\n" + proc.stderr)), results, args.results)
         check(entry["failed"] == 0 or lost_ok, "%s: %d requests failed: %s" % (name, entry["failed"], [c["errors"] for c in counts]),
               results, args.results)
         check(entry["wrong"] == 0, "%s: %d answers were not the answering version's own: %s"

@@ -212,3 +212,13 @@ def test_a_dip_while_a_real_model_loads_is_not_the_candidates():
 def test_the_served_version_must_stay_ready_at_every_read():
     gone = ("add_sub", "2", "UNLOADING", "")
     assert sc.readiness_problem(200, [index(SERVES), index(gone)], SERVING) == "add_sub 2 was not READY"
+
+
+def test_failure_reason_is_the_last_task_failure_on_one_line():
+    log = ("[ERROR]: Task failed: an ignored one\n\nTASK [x] ***\n"
+           "[ERROR]: Task failed: Action failed: roll-1 was not drained:\n  the balancer's admin socket on roll-lb\n"
+           "  did not answer\n\nfatal: [roll-1]: FAILED! => {}\n")
+    assert sc.failure_reason(log) == ("[ERROR]: Task failed: Action failed: roll-1 was not drained: the "
+                                                   "balancer's admin socket on roll-lb did not answer")
+    assert sc.failure_reason("PLAY RECAP\nroll-1 : ok=3 failed=0\n") == ""
+    assert len(sc.failure_reason("[ERROR]: " + "x" * 1000)) == 400
