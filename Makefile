@@ -21,7 +21,7 @@ STAGE := $(ROOT)/tools/stage.sh
 ARTIFACT_COLLECTIONS := $(or $(TMPDIR),/tmp)/aiops-artifact-check/collections
 
 .PHONY: help setup system-packages venv collection-link lab lab-image lab-up lab-services lab-down lab-triton-image \
-        wheelhouse models publish-models site eda eda-down test unit lint sanity artifact test-installed test-fleet integration molecule ee test-ee test-ee-lab de test-de bench bench-fleet bench-ab clean
+        wheelhouse models publish-models site eda eda-down test unit lint sanity artifact test-installed test-fleet integration molecule ee test-ee test-ee-lab de test-de bench bench-fleet bench-ab bench-mitogen clean
 
 help:
 	@sed -n '2,4p' Makefile
@@ -240,6 +240,13 @@ BASELINE ?= HEAD~1
 AB_HOSTS ?= 8,24
 bench-ab: setup
 	$(PY) tests/benchmarks/bench_ab.py --baseline $(BASELINE) --hosts $(AB_HOSTS)
+
+# Ansible's SSH against Mitogen's persistent interpreter (mitogen_linear), no-change site.yml side by side on the
+# lab hosts already converged (make lab HOSTS=8 first; tests/benchmarks/bench_mitogen.py). Run it alone.
+MITOGEN_HOSTS ?= 8
+bench-mitogen: setup
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements/mitogen.txt
+	$(PY) tests/benchmarks/bench_mitogen.py --hosts $(MITOGEN_HOSTS)
 
 clean: lab-down
 	rm -rf build .collection

@@ -208,14 +208,14 @@ class LightLoad(object):
         return False
 
 
-def rollout(env, size, version, workdir, log, lb_ip):
+def rollout(env, size, version, workdir, log, lb_ip, inventory="inventories/lab"):
     hosts = names(size)
     model_variants.publish_anomaly(workdir, version, "good")
     # the lab's model set (the canary's list; every group pins the same) with anomaly_detector at the new version
     pins = {"triton_models_list": [dict(m, versions=[version]) if m["name"] == "anomaly_detector" else m
                                    for m in GROUPS["triton_canary"]["triton_models_list"]]}
     with LightLoad(lb_ip) as load:
-        run = playbook(env, "inventories/lab", "playbooks/model_upgrade.yml", ",".join(hosts), log,
+        run = playbook(env, inventory, "playbooks/model_upgrade.yml", ",".join(hosts), log,
                        ["-e", json.dumps(pins)])
     served = dict((h, lab_hosts.serving(lab_hosts.host_ip(h)).get("anomaly_detector")) for h in hosts)
     batches = plan(size)
