@@ -40,8 +40,8 @@ def test_machine_cpu_is_busy_time_without_idle_and_iowait(tmp_path):
     stat = tmp_path / "stat"
     tick = os.sysconf("SC_CLK_TCK")
     # user nice system idle iowait irq softirq steal guest guest_nice
-    stat.write_text("cpu  %d %d %d %d %d %d %d %d 0 0\ncpu0 1 1 1 1 1 1 1 1 0 0\n" % tuple(x * tick for x in
-                                                                                         (10, 1, 5, 1000, 50, 1, 2, 1)))
+    busy = tuple(x * tick for x in (10, 1, 5, 1000, 50, 1, 2, 1))
+    stat.write_text("cpu  %d %d %d %d %d %d %d %d 0 0\ncpu0 1 1 1 1 1 1 1 1 0 0\n" % busy)
     assert bench_mitogen.machine_cpu(str(stat)) == 20
 
 

@@ -219,6 +219,6 @@ def test_failure_reason_is_the_last_task_failure_on_one_line():
            "[ERROR]: Task failed: Action failed: roll-1 was not drained:\n  the balancer's admin socket on roll-lb\n"
            "  did not answer\n\nfatal: [roll-1]: FAILED! => {}\n")
     assert sc.failure_reason(log) == ("[ERROR]: Task failed: Action failed: roll-1 was not drained: the "
-                                                   "balancer's admin socket on roll-lb did not answer")
+                                      "balancer's admin socket on roll-lb did not answer")
     assert sc.failure_reason("PLAY RECAP\nroll-1 : ok=3 failed=0\n") == ""
     assert len(sc.failure_reason("[ERROR]: " + "x" * 1000)) == 400
