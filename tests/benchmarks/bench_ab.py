@@ -67,11 +67,11 @@ def children_cpu():
     return usage.ru_utime + usage.ru_stime
 
 
-def order(sizes, rounds):
-    """(size, variant) in run order: each round every size, baseline then change; odd rounds reversed."""
+def order(sizes, rounds, variants=("baseline", "change")):
+    """(size, variant) in run order: each round every size, each variant in turn; odd rounds reversed."""
     runs = []
     for number in range(rounds):
-        one = [(size, variant) for size in sizes for variant in ("baseline", "change")]
+        one = [(size, variant) for size in sizes for variant in variants]
         runs.extend(one if number % 2 == 0 else list(reversed(one)))
     return runs
 

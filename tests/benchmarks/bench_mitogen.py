@@ -31,6 +31,7 @@ import tempfile
 import time
 
 import _load
+import bench_ab
 from bench_converge import ROOT, is_no_change, lab_env, recap_problems
 import bench_fleet
 from bench_fleet import names, playbook, ssh_inventory
@@ -65,12 +66,8 @@ def variant_env(env, variant, strategy_dir):
 
 
 def order(sizes, rounds):
-    """(size, variant) in run order: each round every size, ssh then mitogen; odd rounds reversed."""
-    runs = []
-    for number in range(rounds):
-        one = [(size, variant) for size in sizes for variant in VARIANTS]
-        runs.extend(one if number % 2 == 0 else list(reversed(one)))
-    return runs
+    """(size, variant) in run order: bench_ab's alternation, ssh then mitogen."""
+    return bench_ab.order(sizes, rounds, VARIANTS)
 
 
 def summarise(runs, sizes):
