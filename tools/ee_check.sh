@@ -18,9 +18,6 @@ case ${1:-} in --lab) lab=true ;; "") ;; *) echo "usage: $0 [--lab]" >&2; exit 2
 image=${EE_IMAGE:?EE_IMAGE=localhost/aiops-triton-ee:<version> (make test-ee sets it)}
 export PATH=$root/.venv/bin:$PATH
 podman image exists "$image" || { echo "FAIL: no image $image (make ee)"; exit 1; }
-# ansible-runner starts the EE with --ipc=host and navigator refuses podman without /dev/mqueue; a machine
-# booted by systemd has it (dev-mqueue.mount), this one may not: mount it the same way.
-if ! mountpoint -q /dev/mqueue; then mkdir -p /dev/mqueue && mount -t mqueue mqueue /dev/mqueue; fi
 
 work=${TMPDIR:-/tmp}/aiops-ee-check
 rm -rf "$work"
@@ -32,10 +29,8 @@ cp "$root/tests/ee/controller.yml" "$work/project/"
 cd "$work/project"
 # nothing of this machine's Ansible set-up leaks into the EE run
 unset ANSIBLE_COLLECTIONS_PATH ANSIBLE_CONFIG ANSIBLE_ROLES_PATH
-# ansible-runner's event markers (ESC[K<base64>ESC[<n>D) out of the logs
-plain() { sed -E $'s/\x1b\\[K[A-Za-z0-9+/=]*\x1b\\[[0-9]+D\x1b\\[K//g' | tee "$1"; }
-navigator=(--ee true --ce podman --eei "$image" --pull-policy never --mode stdout --pae false
-           --lf "$work/navigator.log" --ll warning)
+# shellcheck source=tools/ee_navigator.sh
+. "$root/tools/ee_navigator.sh"
 
 # names from the checkout: one the artifact lacks fails inside the EE
 names() { find "$1" -maxdepth 1 -name "*.$2" -printf '%f\n' | sed "s/\.$2\$//" | sort | tr '\n' ' '; }
@@ -70,21 +65,18 @@ echo "EE $image: collection, dependencies, docs, playbooks and the controller-si
 $lab || exit 0
 
 # --- aiops.triton.site from inside the EE against the lab hosts, over SSH ----------------------------------
-# the lab project (the lab hosts over SSH): $project, $ssh_dir, hosts, env_args
-# shellcheck source=tools/lab_ssh_project.sh
-. "$root/tools/lab_ssh_project.sh"
-cd "$project"
 started=$SECONDS
 rc=0
-ansible-navigator run aiops.triton.site -i inventory "${navigator[@]}" "${env_args[@]}" \
-  --eev "$ssh_dir:/lab-ssh:ro" --co=--network=aiops-lab 2>&1 | plain "$work/site.log" >/dev/null || rc=$?
+EE_SITE_WORK=$work/site EE_IMAGE=$image "$root/tools/ee_site.sh" >"$work/site.out" 2>&1 || rc=$?
 took=$((SECONDS - started))
-recap=$(sed -n '/PLAY RECAP/,$p' "$work/site.log" | grep -E '^[^ ]+ +: ok=[0-9]+' || true)
-if [ "$rc" -ne 0 ] || [ -z "$recap" ]; then tail -60 "$work/site.log"; echo "FAIL: aiops.triton.site in the EE (rc $rc)"; exit 1; fi
+recap=$(sed -n '/PLAY RECAP/,$p' "$work/site.out" | grep -E '^[^ ]+ +: ok=[0-9]+' || true)
+if [ "$rc" -ne 0 ] || [ -z "$recap" ]; then tail -60 "$work/site.out"; echo "FAIL: aiops.triton.site in the EE (rc $rc)"; exit 1; fi
 echo "$recap"
+# every host ee_site.sh reached (the lab inventory's), each with its own recap line
+mapfile -t hosts <"$work/site/hosts"
 for host in "${hosts[@]}"; do
   grep -qE "^$host +: ok=[1-9][0-9]* +changed=0 +unreachable=0 +failed=0 " <<<"$recap" \
     || { echo "FAIL: $host: its PLAY RECAP is not ok, changed=0 unreachable=0 failed=0"; exit 1; }
 done
 if grep -Ev ' changed=0 +unreachable=0 +failed=0 ' <<<"$recap"; then echo "FAIL: the above changed or failed"; exit 1; fi
-echo "EE $image: aiops.triton.site over SSH, ${#hosts[@]} lab hosts (${hosts[*]}), changed=0, ${took}s (log: $work/site.log)"
+echo "EE $image: aiops.triton.site over SSH, ${#hosts[@]} lab hosts (${hosts[*]}), changed=0, ${took}s (log: $work/site.out)"

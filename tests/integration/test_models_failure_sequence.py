@@ -1,7 +1,7 @@
 """Rollouts that stay right after failures (issue 21), on a real Triton and a real S3 (moto over HTTP),
 playbooks/models.yml run by ansible-playbook, as one sequence the way an operator meets it:
 
-good 1 -> good 2 -> corrupt 3 (cannot load) -> regressed 4 (loads, computes wrong outputs, fails its golden
+good 2 -> corrupt 3 (cannot load) -> regressed 4 (loads, computes wrong outputs, fails its golden
 cases: two failures in a row) -> good 6 -> corrupt 7 with keep_versions 0 (the rollback target is not on disk: fetched again) ->
 10, which passes its own golden cases but breaks the ensemble over it -> corrupt 8 with the target gone from
 S3 too (unrestorable: unloaded with the ensemble, named).
@@ -222,18 +222,17 @@ def test_the_regressed_version_computes_other_outputs_than_the_good_one(tmp_path
 
 def test_failure_sequence_keeps_serving_the_last_verified_version(lab):
     s3 = lab["s3"]
-    for version in (1, 2, 6):
+    for version in (2, 6):  # the lab's bucket holds 1 and 2 already (rollout_lab); 2 is republished unchanged
         publish_version(s3, lab["bucket"], "models", "add_sub", version, add_sub_files(version))
     for version in (3, 7, 8):
         publish_version(s3, lab["bucket"], "models", "add_sub", version, add_sub_files(version, init_error="v%d cannot start" % version))
     regressed = regressed_files(4)
     publish_version(s3, lab["bucket"], "models", "add_sub", 4, regressed)
 
-    proc = run_rollout(lab, [1])  # nothing serves before this one: no client to count
+    # the first install (nothing serves before it: no client to count); a good upgrade under a polling client is
+    # step 6's, 2 -> 6
+    proc = run_rollout(lab, [2])
     assert proc.returncode == 0, proc.stdout[-6000:]
-    proc, out, poller = rollout(lab, 2)
-    assert proc.returncode == 0, out[-6000:]
-    assert_serves_only(lab, 2, poller, out)
 
     # corrupt: the candidate cannot load; the real model never sees v3
     proc, out, poller = rollout(lab, 3, serving=2)

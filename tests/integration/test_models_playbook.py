@@ -157,10 +157,12 @@ def test_good_rollout_is_verified_and_recorded(lab):
 
 
 def test_upgrade_serves_exactly_the_listed_versions(lab):
-    """1 -> 2: version 1 stays on disk for rollback (keep_versions 1) but no longer serves."""
+    """1 -> latest: 1, which the rollout resolves once to 2 (the newest in the bucket) and pins exactly [2]: version 1
+    stays on disk for rollback (keep_versions 1) but no longer serves."""
     given(lab, [1], pipeline=True)
-    proc = run_rollout(lab, [2])
+    proc = run_rollout(lab, None, latest=1)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    assert "(item=add_sub latest 1)" in proc.stdout, proc.stdout[-6000:]
     client = TritonClient(lab["server"].http_url, api_key=KEY)
     assert client.ready_versions("add_sub") == [2]
     assert versions_on_disk(lab, "add_sub") == [1, 2]
@@ -282,15 +284,3 @@ def test_an_unreachable_host_stops_the_rollout_before_any_host_changes(lab):
     assert "Not checked: ghost (unreachable); no host was changed" in out, out[-6000:]
     assert client.ready_versions("add_sub") == before
     assert (lab["repo"] / "add_sub" / "config.pbtxt").read_text() == config
-
-
-def test_latest_is_resolved_once_and_pinned(lab):
-    """latest: 1 with a new version 6 published: the rollout resolves it once and pins exactly [6]."""
-    publish_version(lab["s3"], BUCKET, "models", "add_sub", 6, add_sub_files(6))
-    proc = run_rollout(lab, None, pipeline=False, latest=1)
-    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
-    assert "(item=add_sub latest 1)" in proc.stdout, proc.stdout[-6000:]
-    client = TritonClient(lab["server"].http_url, api_key=KEY)
-    assert client.ready_versions("add_sub") == [6]
-    assert "specific {\n    versions: [ 6 ]\n  }" in (lab["repo"] / "add_sub" / "config.pbtxt").read_text()
-    assert record(lab, "add_sub")["versions"] == [6]

@@ -1,9 +1,11 @@
 """execution-environment.yml (make ee): pins the checkout's ansible-core, and tools/ee/apt-pkgmgr turns
-ansible-builder's dnf-style package manager calls into apt-get calls (apt-get is recorded, not run)."""
+ansible-builder's dnf-style package manager calls into apt-get calls (apt-get is recorded, not run); the EE scripts
+refuse a call they cannot read before touching anything."""
 
 import os
 import subprocess
 
+import pytest
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -63,5 +65,16 @@ def test_ee_check_refuses_an_unknown_mode_before_touching_anything(tmp_path):
     env = dict(os.environ, TMPDIR=str(tmp_path))
     env.pop("EE_IMAGE", None)
     proc = subprocess.run([script, "--labs"], env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode == 2 and "usage:" in proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args", [["inventories/lab"], ["no-such-dir", "roll-1"]], ids=["no host", "no inventory"])
+def test_ee_site_refuses_an_inventory_without_hosts_before_touching_anything(tmp_path, args):
+    """molecule/lb's no-change step names its inventory and hosts: a call without them is refused, not run against
+    the lab's defaults."""
+    script = os.path.join(ROOT, "tools", "ee_site.sh")
+    env = dict(os.environ, TMPDIR=str(tmp_path), EE_IMAGE="localhost/none:0")
+    proc = subprocess.run([script] + args, env=env, capture_output=True, text=True, check=False, cwd=ROOT)
     assert proc.returncode == 2 and "usage:" in proc.stderr
     assert list(tmp_path.iterdir()) == []

@@ -1,9 +1,10 @@
 """Rolling host operations behind the lab's HAProxy while clients send every request through it.
 
-First a site.yml that changes nothing (no host drained, none restarted, changed=0, timed), then the
-operations below, each with ansible-playbook against the scenario's own inventory plus an overlay of its
-group_vars (nothing under git changes), each under live load through HAProxy (real tritonclient, gRPC
-and HTTP, concurrent clients, every request counted), with HAProxy's runtime API sampled throughout:
+First a site.yml that changes nothing (no host drained, none restarted, changed=0, timed; under make test from
+inside the collection's EE over SSH, as AWX reaches a fleet: AIOPS_LB_EE_IMAGE), then the operations below, each
+with ansible-playbook against the scenario's own inventory plus an overlay of its group_vars (nothing under git
+changes), each under live load through HAProxy (real tritonclient, gRPC and HTTP, concurrent clients, every request
+counted), with HAProxy's runtime API sampled throughout:
   a. with HAProxy's retries off (retry-on none: the scenario converges with group_vars/triton_lb), a Triton flag change
      (triton_server_log_verbose: 1, and HTTP bound to the host's lab address instead of 0.0.0.0, which every
      later step keeps) applied with site.yml: every host restarts (MainPID changes), 0 failed
@@ -691,14 +692,31 @@ def pin_lists(pins):
     return {"triton_canary": entries, "triton_wave_1": entries}
 
 
+def ee_site(workdir, image):
+    """step()'s run: aiops.triton.site from inside the collection's EE (image) over SSH on the scenario's hosts
+    (tools/ee_site.sh: a copy of the step's inventory with the lab transport swapped for SSH), as AWX runs it."""
+    def run(inventory_dir):
+        proc = subprocess.run([os.path.join(ROOT, "tools", "ee_site.sh"), inventory_dir] + HOSTS + [LB],
+                              capture_output=True, text=True, timeout=1800, check=False,
+                              env=dict(os.environ, EE_IMAGE=image, EE_SITE_WORK=os.path.join(workdir, "ee_site")))
+        with open(os.path.join(workdir, "no_change_site.log"), "w") as handle:
+            handle.write(proc.stdout + "\n--- stderr ---\n" + proc.stderr)
+        return proc
+    return run
+
+
 def no_change(step, results, args):
     # Interpreter discovery (/usr/bin/python3.11) where the converge had molecule's interpreter_python
     # (/usr/bin/python3): the same interpreter, so nothing may be reinstalled (the venv stamps once named the
     # fact-gathering path and this run reinstalled both venvs and restarted Triton everywhere).
+    # With AIOPS_LB_EE_IMAGE (make test: the EE that make ee built from this checkout) the run is the EE's, over
+    # SSH (whose interpreter is discovered too), as AWX reaches a fleet.
+    image = os.environ.get("AIOPS_LB_EE_IMAGE") or None
     entry, proc = step("no_change_site", "site.yml", True, env={"ANSIBLE_PYTHON_INTERPRETER": "auto_silent"},
-                       lb_extra=RETRIES_OFF)
+                       lb_extra=RETRIES_OFF, run=ee_site(os.path.dirname(args.results), image) if image else None)
     changed = recap_changed(proc.stdout)
     entry["changed"] = changed
+    entry["ee_image"] = image
     entry["retries_off"] = lb_config_has("retry-on %s" % RETRIES_OFF["triton_lb_retry_on"])
     check(entry["retries_off"], "the converge left HAProxy's retries on (group_vars/triton_lb/retries.yml)",
           results, args.results)

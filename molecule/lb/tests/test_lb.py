@@ -202,6 +202,16 @@ def test_the_operations_ran_through_the_collection_make_test_installed(results):
     assert os.path.isfile(os.path.join(installed, "ansible_collections", "aiops", "triton", "MANIFEST.json"))
 
 
+def test_the_no_change_site_ran_from_inside_the_execution_environment_under_make_test(results):
+    """make test builds the EE (the ee stage) and the no-change site.yml runs from inside it over SSH, as AWX
+    reaches a fleet: the EE's collection, its Python and SSH against hosts that serve under load. Only a developer's
+    run on the checkout (AIOPS_LB_FROM_CHECKOUT=1) may run it with this machine's ansible-playbook."""
+    image = os.environ.get("AIOPS_LB_EE_IMAGE")
+    if os.environ.get("AIOPS_LB_COLLECTIONS_PATH") or not os.environ.get("AIOPS_LB_FROM_CHECKOUT") == "1":
+        assert image, "AIOPS_LB_EE_IMAGE is unset or empty: make test runs the no-change site.yml inside the EE"
+    assert results["steps"]["no_change_site"]["ee_image"] == (image or None)
+
+
 def test_an_unanswering_balancer_and_a_stopped_unit_are_named_at_once(results):
     """Issue 38 item 5: the flag change stopped before any restart with the silent socket named; undrain.yml refused
     a stopped unit within 90 s (not after polling readiness for minutes) and left the host drained."""
