@@ -10,7 +10,8 @@
 #   --lab  then aiops.triton.site from inside the EE against the converged lab hosts (`make lab` first) over
 #          SSH, as an EE reaches a fleet: the lab key (lab/labctl.py ssh) in each host, their host keys checked
 #          strictly, the EE on the lab network. Every host's PLAY RECAP must say changed=0 unreachable=0
-#          failed=0. The inventory is a copy of inventories/lab with the lab transport swapped for SSH.
+#          failed=0. The inventory is a copy of inventories/lab with the lab transport swapped for SSH
+#          (tools/ee_site.sh, which molecule/lb's no-change step runs on its own fleet in make test).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 lab=false
