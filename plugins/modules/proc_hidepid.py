@@ -103,24 +103,18 @@ MOUNTINFO = "/proc/self/mountinfo"
 PROC_LINE = re.compile(r"^\S+\s+/proc\s+proc\s")
 
 
-def group_gid(name):
+def group_entry(name):
+    """The group's entry (gr_gid, gr_mem), or None when there is no such group."""
     try:
-        return grp.getgrnam(name).gr_gid
+        return grp.getgrnam(name)
     except KeyError:
         return None
 
 
-def group_members(name):
-    try:
-        return set(grp.getgrnam(name).gr_mem)
-    except KeyError:
-        return set()
-
-
-def proc_mount_options(path=None):
+def proc_mount_options():
     """The running /proc's options as findmnt shows them: the mount's own and its superblock's (mountinfo fields
     6 and after the separator); None when /proc is not mounted."""
-    with open(path or MOUNTINFO) as handle:
+    with open(MOUNTINFO) as handle:
         for line in handle:
             fields = line.split()
             if len(fields) > 5 and fields[4] == "/proc" and "-" in fields[6:]:
@@ -166,22 +160,27 @@ def main():
     changes = []
     result = dict(changed=False, changes=changes)
 
+    def fail(msg):
+        result["changed"] = bool(changes)  # what changed before the failure is still reported as changed
+        module.fail_json(msg=msg, **result)
+
     for user in module.params["members"]:
         try:
             pwd.getpwnam(user)
         except KeyError:
-            module.fail_json(msg="%s is not a user on this host: only existing users are added to %s" % (user, group), **result)
+            fail("%s is not a user on this host: only existing users are added to %s" % (user, group))
 
-    gid = group_gid(group)
-    if gid is None:
+    entry = group_entry(group)
+    if entry is None:
         changes.append("group %s made" % group)
         if not module.check_mode:
             module.run_command(["groupadd", "--system", group], check_rc=True)
-            gid = group_gid(group)
-            if gid is None:
-                module.fail_json(msg="groupadd --system %s succeeded but the group cannot be read" % group, **result)
+            entry = group_entry(group)
+            if entry is None:
+                fail("groupadd --system %s succeeded but the group cannot be read" % group)
+    gid = entry.gr_gid if entry else None
 
-    have = group_members(group)
+    have = set(entry.gr_mem) if entry else set()
     for user in module.params["members"]:
         if user not in have:
             changes.append("%s added to %s" % (user, group))
@@ -214,17 +213,16 @@ def main():
 
     options = proc_mount_options()
     if options is None:
-        module.fail_json(msg="/proc is not mounted on this host (%s has no proc mount at /proc)" % MOUNTINFO, **result)
+        fail("/proc is not mounted on this host (%s has no proc mount at /proc)" % MOUNTINFO)
     if not ("hidepid=invisible" in options and "gid=%d" % gid in options):
         changes.append("/proc remounted")
         if not module.check_mode:
             rc, _out, err = module.run_command(["mount", "-o", "remount,hidepid=invisible,gid=%d" % gid, "/proc"])
             if rc != 0:
-                module.fail_json(msg=(
+                fail((
                     "Could not remount /proc with hidepid=invisible (%s). It needs CAP_SYS_ADMIN: a container used as "
                     "a host must be started with it. Without it any local user can read the API key from Triton's "
-                    "command line; set triton_server_proc_hidepid=false only if you accept that.") % to_text(err).strip(),
-                    **result)
+                    "command line; set triton_server_proc_hidepid=false only if you accept that.") % to_text(err).strip())
 
     result["changed"] = bool(changes)
     module.exit_json(**result)
