@@ -62,7 +62,8 @@ def _rolling_judge(host, group, result):
     outcome = str(result.get("outcome") or "?")
     failed = "failed" in outcome
     drained = "left drained" in outcome or "still out of traffic" in outcome or outcome.startswith("quarantined")
-    counts = ["failed" if failed else ("unchanged" if outcome == "unchanged" else "set up" if outcome.startswith("set up") else "done")]
+    counts = ["failed" if failed else "unchanged" if outcome == "unchanged" else "set up" if outcome.startswith("set up")
+              else "would change" if outcome.startswith("would") else "done"]
     counts += ["left drained"] if drained else []
     line = "%s [%s]: %s" % (host, group, outcome)
     if result.get("error"):
@@ -70,7 +71,7 @@ def _rolling_judge(host, group, result):
     return counts, failed or drained or bool(result.get("error")), line
 
 
-ROLLING_KEYS = ["done", "unchanged", "set up", "failed", "left drained", "not reached"]
+ROLLING_KEYS = ["done", "unchanged", "set up", "would change", "failed", "left drained", "not reached"]
 ROLLING_ALWAYS = ["done", "failed", "left drained"]
 
 

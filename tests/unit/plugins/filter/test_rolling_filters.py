@@ -24,6 +24,19 @@ def test_summary_counts_per_group_in_plan_order_and_names_only_the_failed_host()
     ]
 
 
+def test_a_check_mode_summary_counts_what_would_change_and_claims_nothing_done():
+    # --check on playbooks/triton_server.yml: the check pass notes every host's outcome, no batch runs
+    hostvars = {
+        "lab-1": {"triton_rolling_result": {"group": "triton_canary", "outcome": "would change; Triton would restart, drained first"}},
+        "lab-2": {"triton_rolling_result": {"group": "triton_wave_1", "outcome": "would be set up (not serving)"}},
+        "lab-3": {"triton_rolling_result": {"group": "triton_wave_1", "outcome": "unchanged"}},
+    }
+    assert rolling_summary(hostvars, ["lab-1", "lab-2", "lab-3"]) == [
+        "triton_canary: 1 hosts, 0 done, 1 would change, 0 failed, 0 left drained",
+        "triton_wave_1: 2 hosts, 0 done, 1 unchanged, 1 would change, 0 failed, 0 left drained",
+    ]
+
+
 def test_summary_refuses_a_host_list_that_is_not_a_list():
     with pytest.raises(AnsibleFilterError):
         rolling_summary({}, "lab-1")
