@@ -198,7 +198,9 @@ def test_status_from_a_balancer_that_answers(tmp_path):
         pytest.fail("socat is not installed: make setup installs it (APT_PACKAGES)")
     (tmp_path / "answer.txt").write_text(SERVERS_STATE)
     socket = tmp_path / "admin.sock"
-    server = subprocess.Popen(["socat", "UNIX-LISTEN:%s,fork" % socket, "SYSTEM:cat %s" % (tmp_path / "answer.txt")])
+    # reads the command line first, as HAProxy does: a stand-in that answered and closed at once could close before
+    # the client had written it (a broken pipe on a loaded machine: an error of the stand-in, not of the role)
+    server = subprocess.Popen(["socat", "UNIX-LISTEN:%s,fork" % socket, "SYSTEM:head -n 1 >/dev/null; cat %s" % (tmp_path / "answer.txt")])
     try:
         deadline = time.time() + 10
         while not socket.exists() and time.time() < deadline:
