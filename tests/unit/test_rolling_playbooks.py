@@ -68,6 +68,25 @@ def test_the_check_pass_reads_the_roles_result_not_its_handler_names():
     assert "listen" not in text and "Restart tritonserver" not in text
 
 
+def test_a_preview_is_the_check_pass_alone_and_a_failed_check_fails_its_host():
+    """--check: the check pass notes every host's outcome (a failed check named as failed, not "would change") and fails
+    a host whose check failed; the set-up and batch plays end every host in check mode."""
+    plays = load("playbooks", "triton_server.yml")
+    check = plays[1]
+    assert check["diff"] == "{{ ansible_check_mode and ansible_diff_mode }}"
+    rescued = check["tasks"][0]["rescue"][0]["ansible.builtin.set_fact"]
+    assert rescued["__triton_server_check_error"].startswith("{{ ansible_failed_result.msg")
+    noted = next(t for t in check["tasks"] if t["name"] == "Note this host's outcome")
+    assert noted["when"] == "not __triton_server_would_change or ansible_check_mode"
+    outcome = noted["ansible.builtin.set_fact"]["triton_rolling_result"]["outcome"]
+    assert outcome.index("'failed (check mode): '") < outcome.index("'would be set up (not serving)'"), outcome
+    failing = check["tasks"][-1]
+    assert "ansible.builtin.fail" in failing and failing["when"] == "ansible_check_mode and __triton_server_check_error is defined"
+    for play in plays[2:4]:
+        ends = (play.get("pre_tasks") or play["tasks"])[0]
+        assert ends["ansible.builtin.meta"] == "end_host" and ends["when"].endswith(" or ansible_check_mode"), play["name"]
+
+
 def test_every_change_of_the_triton_server_role_is_noted_in_its_result():
     handlers = load("roles", "triton_server", "handlers", "main.yml")
     heard = set().union(*(topics(h) for h in handlers))
