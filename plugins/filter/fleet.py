@@ -212,7 +212,7 @@ def _rollout_judge(host, group, outcome):
 
 
 def _rollout_rows(hostvars, hosts, name):
-    return rolling.summary_rows(hostvars, hosts, "triton_models_rollout", _rollout_judge, name)
+    return rolling.summary_rows(hostvars, hosts, "triton_rollout_result", _rollout_judge, name)
 
 
 def rollout_summary_hosts(hostvars, hosts):

@@ -12,7 +12,7 @@ from ansible.errors import AnsibleFilterError
 
 def _plan_groups(hostvars):
     """host -> rollout group from the plan on localhost (playbooks/rolling_plan.yml), for hosts the run did not reach."""
-    plan = (hostvars.get("localhost") or {}).get("aiops_rollout_plan") or {}
+    plan = (hostvars.get("localhost") or {}).get("triton_rollout_plan") or {}
     return dict((h, g.get("name")) for g in plan.get("groups") or [] for h in g.get("hosts") or [])
 
 

@@ -17,16 +17,14 @@ import re
 
 from ansible_collections.aiops.triton.plugins.module_utils.gpu_budget import VARIABLES as BUDGET_VARIABLES
 from ansible_collections.aiops.triton.plugins.module_utils.gpu_compat import VARIABLES as COMPAT_VARIABLES
-from ansible_collections.aiops.triton.plugins.module_utils.rollout_bake import VARIABLES as BAKE_VARIABLES
 from ansible_collections.aiops.triton.plugins.module_utils.model_config import ModelConfigError, validate
 
 # The one group every Triton host is in; the default single rollout group when none are named.
 SERVERS_GROUP = "triton_servers"
-# Inventory-level variables the collection reads that no role declares.
-# Rollout settings: inventory-level like the groups themselves, read by playbooks/models.yml (canary bake included);
-# the GPUs a host has and the budget's headroom, read by playbooks/validate.yml (docs/gpu-compatibility.md).
-FLEET_VARIABLES = (frozenset(["triton_rollout_groups", "triton_rollout_serial", "triton_models_catalog"]) | BAKE_VARIABLES
-                   | COMPAT_VARIABLES | BUDGET_VARIABLES)
+# Inventory-level variables the collection reads that no role declares (the rollout's are the triton_rollout role's):
+# the catalog, and the GPUs a host has and the budget's headroom, read by playbooks/validate.yml
+# (docs/gpu-compatibility.md).
+FLEET_VARIABLES = frozenset(["triton_models_catalog"]) | COMPAT_VARIABLES | BUDGET_VARIABLES
 # Keys of a triton_models_list entry, and the ones a catalog entry may provide. footprint (MiB per instance) and
 # tensorrt (what a plan was built for) are read on the controller only (playbooks/validate.yml).
 ENTRY_KEYS = frozenset(["name", "config", "versions", "latest", "keep_versions", "verify", "latency_budget", "state",

@@ -544,10 +544,6 @@ SETTINGS = {
 }
 
 
-# Every inventory variable of the bake, for the validation play's unknown-variable check.
-VARIABLES = frozenset(list(SETTINGS) + ["triton_rollout_bake_metrics_url"])
-
-
 def _as_number(value, kind=float):
     """``value`` as the module would take it (a number, or a string of one), else None."""
     if isinstance(value, bool):

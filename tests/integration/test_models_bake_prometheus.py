@@ -2,11 +2,11 @@
 triton_rollout_bake_prometheus_url (issue 38 item 2; tests/integration/test_rollout_bake_live.py drives the
 module alone).
 
-The play is models.yml's own: its plan play and, in a play with the rollout play's header, the rollout play's
-tasks from "Note the models this host changed" to "The bake passed", verbatim (read from the playbook, so a
-change there is what runs here). Only what the role would have done before them is given: each host's
-triton_models_result.upgraded. Debian's Prometheus scrapes two stand-in Tritons' /metrics (counters this test
-drives) as roles/triton_monitoring labels its targets; the hosts' own metrics URLs lead nowhere, so a verdict
+The plays are the rollout's own: rolling_plan.yml, then, in a play with models.yml's rollout play header, the
+triton_rollout role's bake entry point (the tasks its batch entry point imports after the deploy), with the role's
+defaults for every setting the inventory leaves out. Only what the deploy would have done before it is given: each
+host's triton_models_result.upgraded. Debian's Prometheus scrapes two stand-in Tritons' /metrics (counters this
+test drives) as roles/triton_monitoring labels its targets; the hosts' own metrics URLs lead nowhere, so a verdict
 can only come from Prometheus.
 """
 
@@ -115,27 +115,23 @@ def fleet(tmp_path_factory):
 
 
 def bake_play(out_dir):
-    """models.yml's plan play, and its rollout play's header with the bake's tasks, verbatim; one task of the
-    test's between the bake and its verdict keeps the bake's result (the verdict's failure ends the play)."""
+    """rolling_plan.yml, and models.yml's rollout play header with the triton_rollout role's bake entry point; the
+    test's `always` keeps the bake's result (the verdict's failure ends the play)."""
     with open(MODELS_YML) as handle:
         plays = yaml.safe_load(handle)
-    plan, rollout = plays[0], [p for p in plays if "serial" in p]
-    assert "aiops_rollout_plan" in json.dumps(plan) and len(rollout) == 1
-    rollout = rollout[0]
-    note_group = [t for p in plays for t in p.get("tasks", []) if "__rollout_group" in t.get("ansible.builtin.set_fact", {})]
-    assert note_group, "models.yml no longer notes each host's rollout group"
-    blocks = [t["block"] for t in rollout["tasks"] if "block" in t and any("aiops.triton.triton_rollout_bake" in b for b in t["block"])]
-    assert len(blocks) == 1, "models.yml's rollout play has no (or more than one) block with the bake"
-    block = blocks[0]
-    at = [i for i, t in enumerate(block) if "aiops.triton.triton_rollout_bake" in t][0]
-    note_models, bake, verdict = block[at - 1], block[at], block[at + 1]
-    assert "__triton_rollout_bake_models" in note_models.get("ansible.builtin.set_fact", {}), note_models
-    assert "__triton_rollout_bake" in json.dumps(verdict.get("ansible.builtin.assert")), verdict
+    assert plays[0].get("ansible.builtin.import_playbook") == "rolling_plan.yml", plays[0]
+    (rollout,) = [p for p in plays if "serial" in p]
+    assert [t.get("ansible.builtin.import_role") for t in rollout["tasks"]] == [
+        {"name": "aiops.triton.triton_rollout", "tasks_from": "batch"}], rollout["tasks"]
+    with open(os.path.join(CHECKOUT, "roles", "triton_rollout", "tasks", "batch.yml")) as handle:
+        assert "import_tasks: bake.yml" in handle.read(), "the batch no longer bakes"
     keep = {"name": "Keep the bake's result for the test", "delegate_to": "localhost", "run_once": True,
             "ansible.builtin.copy": {"content": "{{ __triton_rollout_bake | to_json }}\n", "mode": "0644",
-                                     "dest": "%s/bake-{{ ansible_play_batch | join('-') }}.json" % out_dir}}
+                                     "dest": "%s/bake-{{ inventory_hostname }}.json" % out_dir}}
+    bake = {"name": "The bake", "ansible.builtin.import_role": {"name": "aiops.triton.triton_rollout", "tasks_from": "bake"}}
     header = dict((k, v) for k, v in rollout.items() if k not in ("pre_tasks", "tasks", "post_tasks", "handlers", "roles"))
-    return [plan, dict(header, tasks=[note_group[0], note_models, bake, keep, verdict])]
+    return [{"name": "Plan", "ansible.builtin.import_playbook": os.path.join(CHECKOUT, "playbooks", "rolling_plan.yml")},
+            dict(header, tasks=[{"name": "Bake, keep the result", "block": [bake], "always": [keep]}])]
 
 
 def run_bake(fleet, name):

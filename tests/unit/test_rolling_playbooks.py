@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PLAN_PATTERN = "{{ hostvars['localhost']['aiops_rollout_plan']['pattern'] | default('triton_servers') }}"
-PLAN_BATCHES = "{{ hostvars['localhost']['aiops_rollout_plan']['batches'] | default(1) }}"
+PLAN_PATTERN = "{{ hostvars['localhost']['triton_rollout_plan']['pattern'] | default('triton_servers') }}"
+PLAN_BATCHES = "{{ hostvars['localhost']['triton_rollout_plan']['batches'] | default(1) }}"
 
 
 def load(*parts):
@@ -33,10 +33,48 @@ def test_operations_roll_in_plan_batches_and_stop_at_the_first_failure(playbook)
     assert includes == [{"name": "aiops.triton.triton_rolling"}]
 
 
-def test_the_plan_is_the_model_rollouts():
-    ours = load("playbooks", "rolling_plan.yml")[0]["tasks"][0]["ansible.builtin.set_fact"]
-    models = load("playbooks", "models.yml")[0]["tasks"][0]["ansible.builtin.set_fact"]
-    assert ours == models
+def test_the_model_rollout_is_the_triton_rollout_roles_entry_points_on_the_shared_plan():
+    """models.yml plans with rolling_plan.yml, like every rolling operation, and each play after it is one entry point."""
+    plays = load("playbooks", "models.yml")
+    assert plays[0]["ansible.builtin.import_playbook"] == "rolling_plan.yml"
+    (plan,) = load("playbooks", "rolling_plan.yml")
+    assert [t["ansible.builtin.import_role"] for t in plan["tasks"]] == [{"name": "aiops.triton.triton_rollout", "tasks_from": "plan"}]
+    check, rollout, summary = plays[1:]
+    assert check["check_mode"] is True and check["hosts"] == "triton_servers"
+    assert [t["ansible.builtin.import_role"]["tasks_from"] for t in check["tasks"]] == ["check"]
+    assert (rollout["hosts"], rollout["serial"], rollout["max_fail_percentage"]) == (PLAN_PATTERN, PLAN_BATCHES, 0)
+    assert [t["ansible.builtin.import_role"] for t in rollout["tasks"]] == [{"name": "aiops.triton.triton_rollout", "tasks_from": "batch"}]
+    assert summary["tasks"][0]["ansible.builtin.include_role"] == {"name": "aiops.triton.triton_rolling", "tasks_from": "summary"}
+
+
+def test_no_play_is_copied_between_playbooks():
+    """A play's tasks written twice would drift apart; a shared play is imported (rolling_plan.yml) or a role's."""
+    seen = {}
+    for path in sorted(glob.glob(os.path.join(ROOT, "playbooks", "*.yml"))):
+        for play in load(path):
+            for section in ("pre_tasks", "tasks", "post_tasks"):
+                for task in play.get(section) or []:
+                    body = dict((k, v) for k, v in task.items() if k != "name")
+                    if any(k in body for k in ("block", "ansible.builtin.set_fact", "ansible.builtin.assert")):
+                        key = yaml.safe_dump(body, sort_keys=True)
+                        assert seen.setdefault(key, path) == path, (
+                            "task %r of %s is a copy of one in %s" % (task.get("name"), path, seen[key]))
+
+
+def test_the_rollout_roles_bake_settings_are_the_bake_modules():
+    """The bake's variables are declared once, in the triton_rollout role, with the same names the validation's check
+    (module_utils/rollout_bake.py SETTINGS) knows."""
+    from ansible_collections.aiops.triton.plugins.module_utils.rollout_bake import SETTINGS
+    from ansible_collections.aiops.triton.plugins.module_utils.fleet import FLEET_VARIABLES
+
+    specs = load("roles", "triton_rollout", "meta", "argument_specs.yml")["argument_specs"]
+    bake = set(specs["bake"]["options"])
+    assert bake == set(SETTINGS) | {"triton_rollout_bake_metrics_url"}
+    assert specs["batch"]["options"] == specs["bake"]["options"]
+    defaults = load("roles", "triton_rollout", "defaults", "main.yml")
+    assert defaults == dict(
+        (k, o["default"]) for k, o in specs["bake"]["options"].items() if "default" in o)
+    assert not FLEET_VARIABLES & (bake | set(specs["plan"]["options"]))
 
 
 def role_tasks(role):

@@ -17,7 +17,7 @@ def fleet(count):
         members[GROUPS[0] if index < 10 else GROUPS[1 + index % 2]].append("h-%04d" % index)
     order = [h for g in GROUPS for h in members[g]]
     plan = {"groups": [{"name": g, "hosts": members[g]} for g in GROUPS], "order": order}
-    return {"localhost": {"aiops_rollout_plan": plan}}, order, members
+    return {"localhost": {"triton_rollout_plan": plan}}, order, members
 
 
 def test_a_rolling_run_over_1000_hosts_prints_counts_and_the_two_hosts_to_look_at():
@@ -68,13 +68,13 @@ def test_a_rollout_over_1000_hosts_counts_changes_and_names_the_rolled_back_cana
     move = [{"name": "anomaly_detector", "from": [2], "to": [3]}, {"name": "alert_classifier", "from": [1], "to": [1]}]
     for group in GROUPS:
         for host in members[group]:
-            hostvars[host] = {"triton_models_rollout": {"group": group, "status": "changed", "models": move, "error": "", "failure": {}}}
-    hostvars["h-0002"]["triton_models_rollout"] = {
+            hostvars[host] = {"triton_rollout_result": {"group": group, "status": "changed", "models": move, "error": "", "failure": {}}}
+    hostvars["h-0002"]["triton_rollout_result"] = {
         "group": "triton_canary", "status": "rolled back", "models": [{"name": "anomaly_detector", "from": [2], "to": [2]}],
         "error": "anomaly_detector: version 3: golden case 'cpu_spike' over grpc: wrong", "failure": {}}
-    hostvars["h-0004"]["triton_models_rollout"] = {"group": "triton_canary", "status": "unchanged", "models": [], "error": "", "failure": {}}
+    hostvars["h-0004"]["triton_rollout_result"] = {"group": "triton_canary", "status": "unchanged", "models": [], "error": "", "failure": {}}
     for host in members["triton_wave_1"] + members["triton_wave_2"]:  # the rollout stopped at the canary
-        del hostvars[host]["triton_models_rollout"]
+        del hostvars[host]["triton_rollout_result"]
     lines = rollout_summary(hostvars, order, details="build/run-summary/models.json")
     assert lines == [
         "triton_canary: 10 hosts, 8 changed, 1 unchanged, 1 rolled back, 0 left drained",
@@ -91,11 +91,11 @@ def test_a_rollout_over_1000_hosts_counts_changes_and_names_the_rolled_back_cana
 
 def test_a_gpu_host_fault_in_a_rollout_needs_a_person():
     hostvars, order, _members = fleet(3)
-    hostvars["h-0000"] = {"triton_models_rollout": {"group": "triton_canary", "status": "changed", "error": "",
+    hostvars["h-0000"] = {"triton_rollout_result": {"group": "triton_canary", "status": "changed", "error": "",
                                                     "models": [{"name": "m", "from": [], "to": [1]}]}}
-    hostvars["h-0001"] = {"triton_models_rollout": {"group": "triton_canary", "status": "host fault, not model fault: left drained",
+    hostvars["h-0001"] = {"triton_rollout_result": {"group": "triton_canary", "status": "host fault, not model fault: left drained",
                                                     "models": [], "error": "GPU 3: Xid 79"}}
-    hostvars["h-0002"] = {"triton_models_rollout": {"group": "triton_canary", "status": "unchanged", "models": [], "error": ""}}
+    hostvars["h-0002"] = {"triton_rollout_result": {"group": "triton_canary", "status": "unchanged", "models": [], "error": ""}}
     assert rollout_summary(hostvars, order) == [
         "triton_canary: 3 hosts, 1 changed, 1 unchanged, 0 rolled back, 1 left drained",
         "triton_canary: m [] -> [1] on 1 host",
