@@ -15,7 +15,7 @@ def test_summary_counts_per_group_in_plan_order_and_names_only_the_failed_host()
         "lab-1": {"triton_rolling_result": {"group": "triton_canary", "outcome": "done"}},
         "lab-3": {},
         "localhost": {"triton_rollout_plan": {"groups": [{"name": "triton_canary", "hosts": ["lab-1"]},
-                                                        {"name": "triton_wave_1", "hosts": ["lab-2", "lab-3"]}]}},
+                                                         {"name": "triton_wave_1", "hosts": ["lab-2", "lab-3"]}]}},
     }
     assert rolling_summary(hostvars, ["lab-1", "lab-2", "lab-3"]) == [
         "triton_canary: 1 hosts, 1 done, 0 failed, 0 left drained",
