@@ -92,37 +92,41 @@ def topics(handler):
 
 
 def test_the_check_pass_reads_the_roles_result_not_its_handler_names():
-    """playbooks/triton_server.yml learns whether a host would change and restart from triton_server_result,
-    which the role sets from its own notes (handlers/main.yml); the play hears no handler of the role."""
+    """playbooks/triton_server.yml's check play (triton_rolling's server_check) learns whether a host would change and
+    restart from triton_server_result, which the role sets from its own notes (handlers/main.yml); nothing hears a
+    handler of the role."""
     check = load("playbooks", "triton_server.yml")[1]
     assert check["check_mode"] is True and "handlers" not in check
-    block = check["tasks"][0]["block"]
+    assert [t["ansible.builtin.import_role"] for t in check["tasks"]] == [{"name": "aiops.triton.triton_rolling", "tasks_from": "server_check"}]
+    block = next(t for t in load("roles", "triton_rolling", "tasks", "server_check.yml") if "block" in t)["block"]
     include = block[0]["ansible.builtin.include_role"]
     assert include == {"name": "aiops.triton.triton_server"}, include
     noted = block[1]["ansible.builtin.set_fact"]
-    assert noted == {"__triton_server_would_change": "{{ triton_server_result.changed }}",
-                     "__triton_server_would_restart": "{{ triton_server_result.restart }}"}
-    text = open(os.path.join(ROOT, "playbooks", "triton_server.yml")).read()
-    assert "listen" not in text and "Restart tritonserver" not in text
+    assert noted == {"triton_rolling_server_check": {"changed": "{{ triton_server_result.changed }}",
+                                                     "restart": "{{ triton_server_result.restart }}"}}
+    for path in (("playbooks", "triton_server.yml"), ("roles", "triton_rolling", "tasks", "server_check.yml")):
+        text = open(os.path.join(ROOT, *path)).read()
+        assert "listen" not in text and "Restart tritonserver" not in text
 
 
 def test_a_preview_is_the_check_pass_alone_and_a_failed_check_fails_its_host():
     """--check: the check pass notes every host's outcome (a failed check named as failed, not "would change") and fails
     a host whose check failed; the set-up and batch plays end every host in check mode."""
     plays = load("playbooks", "triton_server.yml")
-    check = plays[1]
-    assert check["diff"] == "{{ ansible_check_mode and ansible_diff_mode }}"
-    rescued = check["tasks"][0]["rescue"][0]["ansible.builtin.set_fact"]
-    assert rescued["__triton_server_check_error"].startswith("{{ ansible_failed_result.msg")
-    noted = next(t for t in check["tasks"] if t["name"] == "Note this host's outcome")
-    assert noted["when"] == "not __triton_server_would_change or ansible_check_mode"
+    assert plays[1]["diff"] == "{{ ansible_check_mode and ansible_diff_mode }}"
+    check = load("roles", "triton_rolling", "tasks", "server_check.yml")
+    rescued = next(t for t in check if "rescue" in t)["rescue"][0]["ansible.builtin.set_fact"]["triton_rolling_server_check"]
+    assert rescued["error"].startswith("{{ ansible_failed_result.msg") and rescued["changed"] is rescued["restart"] is True
+    noted = next(t for t in check if t["name"] == "Note this host's outcome")
+    assert noted["when"] == "not triton_rolling_server_check.changed or ansible_check_mode"
     outcome = noted["ansible.builtin.set_fact"]["triton_rolling_result"]["outcome"]
     assert outcome.index("'failed (check mode): '") < outcome.index("'would be set up (not serving)'"), outcome
-    failing = check["tasks"][-1]
-    assert "ansible.builtin.fail" in failing and failing["when"] == "ansible_check_mode and __triton_server_check_error is defined"
-    for play in plays[2:4]:
-        ends = (play.get("pre_tasks") or play["tasks"])[0]
-        assert ends["ansible.builtin.meta"] == "end_host" and ends["when"].endswith(" or ansible_check_mode"), play["name"]
+    failing = check[-1]
+    assert "ansible.builtin.fail" in failing and failing["when"] == "ansible_check_mode and triton_rolling_server_check.error is defined"
+    setup = load("roles", "triton_rolling", "tasks", "server_setup.yml")
+    assert [t["ansible.builtin.import_role"]["tasks_from"] for t in plays[2]["tasks"]] == ["server_setup"]
+    for ends in (setup[0], plays[3]["pre_tasks"][0]):
+        assert ends["ansible.builtin.meta"] == "end_host" and ends["when"].endswith(" or ansible_check_mode"), ends["name"]
 
 
 def test_every_change_of_the_triton_server_role_is_noted_in_its_result():
