@@ -84,3 +84,11 @@ def test_callers_name_an_entry_point_and_pass_its_required_parameters():
         missing = [n for n in required if n not in params]
         assert not missing, "%s lacks %s" % (where, missing)
         assert not [n for n in params if n not in specs[entry].get("options", {})], where
+
+
+@pytest.mark.parametrize("role", ROLES + [INTERNAL])
+def test_every_role_has_galaxy_metadata(role):
+    """galaxy-importer (the artifact stage) refuses a role without meta/main.yml; found here, in seconds."""
+    meta = load(role, "meta", "main.yml")
+    assert meta and meta["galaxy_info"].get("description"), "roles/%s has no meta/main.yml with a description" % role
+    assert meta.get("dependencies") == [], role
