@@ -65,8 +65,12 @@ def test_the_rules_run_the_gate_with_their_remediation():
     for rule in ruleset(LOCAL)["rules"]:
         action = rule["action"]["run_playbook"]
         assert action["name"] == "aiops.triton.eda_remediate"
-        assert action["extra_vars"]["aiops_eda_remediation"] == REMEDIATIONS[rule["name"]]
+        assert action["extra_vars"]["triton_remediation_action"] == REMEDIATIONS[rule["name"]]
         assert os.path.exists(os.path.join(ROOT, "playbooks", "eda_remediate.yml"))
+        # every setting the rule passes is a variable of the gate's role (a typo would be silently ignored there)
+        with open(os.path.join(ROOT, "roles", "triton_remediation", "meta", "argument_specs.yml")) as handle:
+            options = yaml.safe_load(handle)["argument_specs"]["main"]["options"]
+        assert set(action["extra_vars"]) <= set(options), sorted(set(action["extra_vars"]) - set(options))
 
 
 def test_the_aap_rulebook_differs_only_in_the_action():

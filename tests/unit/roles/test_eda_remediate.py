@@ -33,7 +33,7 @@ def run(tmp_path, extra, hosts=(HOST, "eda-lab-2"), limit=HOST):  # a second hos
              "triton_lb_status_command": "echo up", "triton_lb_states": dict((other, "up") for other in hosts)})
         for h in hosts)}}}}))
     state = tmp_path / "eda"
-    variables = dict({"ansible_eda": event(), "aiops_eda_state_dir": str(state)}, **extra)
+    variables = dict({"ansible_eda": event(), "triton_remediation_state_dir": str(state)}, **extra)
     extra_file = tmp_path / "extra.json"
     extra_file.write_text(json.dumps(variables))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".collection"), ANSIBLE_NOCOLOR="1",
@@ -48,7 +48,7 @@ def run(tmp_path, extra, hosts=(HOST, "eda-lab-2"), limit=HOST):  # a second hos
 
 
 def test_a_dry_run_records_the_command_it_would_run(tmp_path):
-    proc, records = run(tmp_path, {"aiops_eda_remediation": "quarantine", "aiops_eda_dry_run": True})
+    proc, records = run(tmp_path, {"triton_remediation_action": "quarantine", "triton_remediation_dry_run": True})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert [r["outcome"] for r in records] == ["dry-run"]
     (record,) = records
@@ -61,7 +61,7 @@ def test_a_dry_run_records_the_command_it_would_run(tmp_path):
 
 
 def test_a_drift_check_dry_run_would_run_models_in_check_mode(tmp_path):
-    proc, records = run(tmp_path, {"aiops_eda_remediation": "drift_check", "aiops_eda_dry_run": True})
+    proc, records = run(tmp_path, {"triton_remediation_action": "drift_check", "triton_remediation_dry_run": True})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert records[-1]["would_run"] == "ansible-playbook aiops.triton.models --limit %s --check --diff" % HOST
 
@@ -71,7 +71,7 @@ def test_a_remediation_inside_the_window_is_throttled_and_runs_nothing(tmp_path)
     state.mkdir()
     seeded = {"time": time.time() - 60, "id": "old-1", "host": HOST, "remediation": "restart", "outcome": "done"}
     (state / "results.jsonl").write_text(json.dumps(seeded) + "\n")
-    proc, records = run(tmp_path, {"aiops_eda_remediation": "quarantine"})
+    proc, records = run(tmp_path, {"triton_remediation_action": "quarantine"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert [r["outcome"] for r in records] == ["done", "throttled"]
     assert "inside the 1800 s window (restart)" in records[-1]["reason"]
@@ -80,7 +80,7 @@ def test_a_remediation_inside_the_window_is_throttled_and_runs_nothing(tmp_path)
 
 
 def test_two_hosts_in_the_play_are_refused(tmp_path):
-    proc, records = run(tmp_path, {"aiops_eda_remediation": "restart", "aiops_eda_dry_run": True},
+    proc, records = run(tmp_path, {"triton_remediation_action": "restart", "triton_remediation_dry_run": True},
                         hosts=(HOST, "eda-lab-2"), limit=None)
     assert proc.returncode != 0
     out = proc.stdout + proc.stderr
