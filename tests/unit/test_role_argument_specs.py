@@ -28,11 +28,11 @@ def test_argument_specs_mirror_defaults(role):
     assert specs is not None, "roles/%s has no meta/argument_specs.yml" % role
     defaults = load(role, "defaults", "main.yml") or {}
     entries = specs["argument_specs"]
-    # A role entered only at its entry points (triton_rollout, one per play): their options together.
-    options = entries["main"].get("options", {}) if "main" in entries else dict(
-        (name, option) for entry in entries.values() for name, option in (entry.get("options") or {}).items())
-    if "main" not in entries:
-        options = dict((name, option) for name, option in options.items() if "default" in option)
+    if "main" in entries:
+        options = entries["main"].get("options", {})
+    else:  # a role entered only at its entry points (triton_rollout, one per play): their options with a default
+        options = dict((name, option) for entry in entries.values() for name, option in (entry.get("options") or {}).items()
+                       if "default" in option)
     assert sorted(options) == sorted(defaults), "argument_specs and defaults name different variables"
     for name, value in defaults.items():
         assert options[name].get("default") == value, "%s: default differs between the two files" % name

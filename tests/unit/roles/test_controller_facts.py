@@ -25,9 +25,9 @@ def role_text(role, *dirs):
 @pytest.mark.parametrize("role", ROLES)
 def test_a_role_reads_only_its_own_or_declared_controller_facts(role):
     code = role_text(role, "tasks", "vars", "defaults", "handlers", "templates")
-    specs = role_text(role, "meta")
+    tasks, specs = role_text(role, "tasks"), role_text(role, "meta")
     for fact in sorted(set(READ.findall(code))):
-        own = re.search(r"^\s+%s:" % re.escape(fact), role_text(role, "tasks"), re.M) and "delegate_facts: true" in role_text(role, "tasks")
+        own = re.search(r"^\s+%s:" % re.escape(fact), tasks, re.M) and "delegate_facts: true" in tasks
         assert own or fact in specs, "roles/%s reads hostvars['localhost']['%s'], which it neither sets nor declares" % (role, fact)
 
 
